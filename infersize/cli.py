@@ -1,0 +1,291 @@
+"""The command line: parse, call the library, render, map errors to exit codes. No maths here.
+
+Every user mistake (an InfersizeError or a usage error) ends with exit code 2 and one line on
+stderr; `--debug` anywhere on the command line shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from infersize import __version__
+from infersize.errors import InfersizeError
+
+
+class CleanErrors(TyperGroup):
+    """Turns usage errors and library errors into `error: <one line>` and exit code 2."""
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: Any = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv
+        argv = [a for a in argv if a != "--debug"]
+        try:
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.Exit as exc:
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(130)
+        except typer.TyperException as exc:  # usage errors: bad option, missing value, ...
+            if debug:
+                raise
+            message = exc.format_message().replace("\n", " ")
+            typer.echo(f"error: {message}", err=True)
+            sys.exit(2)
+        except InfersizeError as exc:
+            if debug:
+                raise
+            typer.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except Exception as exc:  # a bug: say so in one line, keep the traceback for --debug
+            if debug:
+                raise
+            typer.echo(
+                f"internal error: {type(exc).__name__}: {exc} (run again with --debug "
+                "for the traceback)",
+                err=True,
+            )
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+app = typer.Typer(
+    cls=CleanErrors,
+    help="Size speculative decoding: will target + draft fit on the GPU, and how much faster?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
+gpus_app = typer.Typer(help="The GPU catalog.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(gpus_app, name="gpus")
+
+CatalogOption = typer.Option(
+    None,
+    "--catalog",
+    help="Overlay YAML with your own models/gpus/precisions (repeatable).",
+)
+JsonOption = typer.Option(False, "--json", help="Print one JSON object (stable keys).")
+
+
+def _catalog(overlays: list[Path] | None):
+    from infersize.catalog import load_catalog
+
+    return load_catalog(tuple(overlays or ()))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"infersize {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Speculative-decoding sizer. `--debug` anywhere shows tracebacks."""
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+@app.command()
+def spec(
+    target: str = typer.Option(
+        ..., "--target", help="Target model (catalog id, alias or HF repo)."
+    ),
+    target_quant: str = typer.Option("bf16", "--target-quant", help="Target weight precision."),
+    draft: str = typer.Option(..., "--draft", help="Draft model, or 'none' for the target alone."),
+    draft_quant: str = typer.Option("bf16", "--draft-quant", help="Draft weight precision."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090)."),
+    context_length: int = typer.Option(4096, "--context-length", help="Tokens per sequence."),
+    acceptance_rate: float = typer.Option(
+        0.7, "--acceptance-rate", help="α: probability a draft token is accepted."
+    ),
+    draft_k: int = typer.Option(4, "--draft-k", help="K: draft tokens per verification step."),
+    batch_size: int = typer.Option(1, "--batch-size", help="Concurrent sequences."),
+    kv_dtype: str = typer.Option("fp16", "--kv-dtype", help="KV cache dtype (fp16, bf16, fp8...)."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel GPUs for the target."),
+    engine: str = typer.Option("plain", "--engine", help="plain or vllm."),
+    gpu_memory_utilization: float = typer.Option(
+        None, "--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."
+    ),
+    speedup_model: str = typer.Option(
+        "leviathan",
+        "--speedup-model",
+        help="leviathan (default), roofline, or linear (the seed's).",
+    ),
+    latency_ratio: float = typer.Option(
+        None, "--latency-ratio", help="γ = target step / draft step; default: roofline."
+    ),
+    overhead_gib: float = typer.Option(
+        None, "--overhead-gib", help="Runtime overhead per GPU, GiB (default per engine)."
+    ),
+    max_k: int = typer.Option(16, "--max-k", help="Largest K searched for the optimum."),
+    price: float = typer.Option(None, "--price-usd-per-hour", help="GPU price override."),
+    units: str = typer.Option("gib", "--units", help="gib (2^30 bytes) or gb (10^9 bytes)."),
+    catalog: list[Path] = CatalogOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Joint GPU memory of target + draft and the speculative-decoding speedup."""
+    from infersize.engines import get_engine
+    from infersize.spec import SpecRequest, run_spec
+
+    if units.lower() not in ("gib", "gb"):
+        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
+    request = SpecRequest(
+        target=target,
+        target_quant=target_quant,
+        draft=None if draft.strip().lower() == "none" else draft,
+        draft_quant=draft_quant,
+        gpu=gpu,
+        context_length=context_length,
+        acceptance_rate=acceptance_rate,
+        draft_k=draft_k,
+        batch_size=batch_size,
+        kv_dtype=kv_dtype,
+        tp=tp,
+        speedup_model=speedup_model.lower(),
+        latency_ratio=latency_ratio,
+        k_max=max_k,
+        price_usd_per_hour=price,
+    )
+    report = run_spec(
+        request, _catalog(catalog), get_engine(engine, gpu_memory_utilization, overhead_gib)
+    )
+    if as_json:
+        _print_json(report.data)
+        return
+    from rich.console import Console
+
+    from infersize.report import render_spec
+
+    render_spec(Console(), report.data, units.lower())
+
+
+def _model_json(model) -> dict[str, Any]:
+    from infersize.params import param_counts
+
+    counts = param_counts(model)
+    out = model.model_dump(exclude_none=True)
+    out["params"] = counts.total
+    if model.is_moe:
+        out["active_params"] = counts.active
+    return out
+
+
+@models_app.command("list")
+def models_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption) -> None:
+    """Every model in the catalog, with its parameter count."""
+    cat = _catalog(catalog)
+    rows = [_model_json(m) for m in cat.models.records.values()]
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.console import Console
+
+    from infersize.report import render_table
+
+    render_table(
+        Console(),
+        f"{len(rows)} models",
+        ["id", "hf_repo", "family", "tokenizer", "params (B)", "layers", "context"],
+        [
+            [
+                r["id"],
+                r["hf_repo"],
+                r["family"],
+                r["tokenizer_family"],
+                f"{r['params'] / 1e9:.2f}",
+                r["num_hidden_layers"],
+                r["max_position_embeddings"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+@models_app.command("show")
+def models_show(
+    name: str = typer.Argument(..., help="Model id, alias or HF repo."),
+    catalog: list[Path] = CatalogOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """One model's architecture fields and parameter count."""
+    data = _model_json(_catalog(catalog).model(name))
+    if as_json:
+        _print_json(data)
+        return
+    for key, value in data.items():
+        typer.echo(f"{key + ':':<28}{value}")
+
+
+def _gpu_json(gpu) -> dict[str, Any]:
+    out = gpu.model_dump()
+    out["bandwidth_bytes_per_s"] = gpu.bandwidth_bytes_per_s
+    out["memory_gib"] = round(gpu.memory_bytes / 2**30, 2)
+    return out
+
+
+@gpus_app.command("list")
+def gpus_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption) -> None:
+    """Every GPU in the catalog."""
+    rows = [_gpu_json(g) for g in _catalog(catalog).gpus.records.values()]
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.console import Console
+
+    from infersize.report import render_table
+
+    render_table(
+        Console(),
+        f"{len(rows)} GPUs",
+        ["id", "name", "memory (GiB)", "GB/s", "fp16 TFLOPS", "fp8 TFLOPS", "$/h", "aliases"],
+        [
+            [
+                r["id"],
+                r["name"],
+                f"{r['memory_gib']:.2f}",
+                f"{r['bandwidth_gb_per_s']:g}",
+                f"{r['fp16_tflops']:g}",
+                r["fp8_tflops"] or "-",
+                r["price_usd_per_hour"] or "-",
+                ", ".join(r["aliases"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+@gpus_app.command("show")
+def gpus_show(
+    name: str = typer.Argument(..., help="GPU id or alias."),
+    catalog: list[Path] = CatalogOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """One GPU's datasheet values, with their sources."""
+    data = _gpu_json(_catalog(catalog).gpu(name))
+    if as_json:
+        _print_json(data)
+        return
+    for key, value in data.items():
+        typer.echo(f"{key + ':':<24}{value}")

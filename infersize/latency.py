@@ -1,0 +1,102 @@
+"""Roofline step time of one forward pass of a model on a GPU (DESIGN §4).
+
+t(B, n, L) = max(bytes / (bandwidth · mbu), flops / (peak · mfu)) + fixed cost + all-reduce
+  bytes  = weights streamed once per step + the KV cache read for the context, B · kv(L)
+  flops  = 2 · active params · B · n + attention 4 · layers · q_heads · head_dim · L · B · n
+  fixed  = step overhead + layers · per-layer overhead (launches: what makes tiny drafts slow)
+  TP     = 2 all-reduces per layer of B · n · hidden activations over the interconnect (ring)
+B batch, n new tokens per sequence (1 for decode, K+1 for verification), L context length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from infersize.catalog import GpuSpec, ModelSpec, WeightFormat
+from infersize.engines import Engine
+from infersize.memory import ACTIVATION_BYTES, KvLayout, WeightBytes, kv_cache_bytes
+from infersize.params import ParamCounts
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one forward pass of one model costs on one GPU (per tensor-parallel rank)."""
+
+    dense_bytes: float  # weights read every step (all but the routed experts)
+    expert_bytes: float  # routed-expert weights (MoE), read as far as tokens touch them
+    experts: int  # routed experts per layer (1 for dense models)
+    experts_per_tok: int
+    kv: KvLayout
+    flops_per_token: float  # 2 · active matmul params (incl. lm_head) per rank
+    attn_flops_per_token_ctx: float  # 4 · layers · q_heads · head_dim per rank, per context token
+    layers: int
+    hidden: int
+    tp: int
+    bandwidth_bytes_per_s: float
+    peak_flops: float
+    link_bytes_per_s: float  # one direction, per GPU
+
+
+def step_cost(
+    model: ModelSpec,
+    counts: ParamCounts,
+    weights: WeightBytes,
+    fmt: WeightFormat,
+    kv: KvLayout,
+    gpu: GpuSpec,
+    tp: int = 1,
+) -> StepCost:
+    """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks."""
+    read = float(weights.read_per_step)
+    expert_bytes = weights.linear * counts.mlp_routed / counts.linear
+    head_matmul = model.vocab_size * model.hidden_size  # lm_head (or tied embedding) per token
+    active = counts.attention + counts.mlp_active + head_matmul
+    link = (gpu.interconnect_gb_per_s or 64.0) * 1e9 / 2  # marketed figures are bidirectional
+    return StepCost(
+        dense_bytes=read - expert_bytes,
+        expert_bytes=expert_bytes,
+        experts=model.num_experts or 1,
+        experts_per_tok=model.num_experts_per_tok or 1,
+        kv=kv,
+        flops_per_token=2.0 * active / tp,
+        attn_flops_per_token_ctx=4.0
+        * model.num_hidden_layers
+        * model.num_attention_heads
+        * model.head_dim_resolved
+        / tp,
+        layers=model.num_hidden_layers,
+        hidden=model.hidden_size,
+        tp=tp,
+        bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+        peak_flops=gpu.peak_flops(fmt.compute_dtype),
+        link_bytes_per_s=link,
+    )
+
+
+def step_time_s(
+    cost: StepCost, engine: Engine, batch: ArrayLike, new_tokens: ArrayLike, context: ArrayLike
+) -> FloatArray:
+    """Seconds for one forward pass of `batch` sequences, `new_tokens` each, at `context`."""
+    batch = np.asarray(batch, dtype=np.float64)
+    tokens = batch * np.asarray(new_tokens, dtype=np.float64)
+    context = np.asarray(context, dtype=np.float64)
+    # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
+    touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
+    bytes_moved = (
+        cost.dense_bytes + cost.expert_bytes * touched + kv_cache_bytes(cost.kv, context, batch)
+    )
+    flops = tokens * (cost.flops_per_token + cost.attn_flops_per_token_ctx * context)
+    t_memory = bytes_moved / (cost.bandwidth_bytes_per_s * engine.mbu)
+    t_compute = flops / (cost.peak_flops * engine.mfu)
+    t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
+    t_allreduce = 0.0
+    if cost.tp > 1:
+        message = tokens * cost.hidden * ACTIVATION_BYTES
+        ring = 2.0 * (cost.tp - 1) / cost.tp * message / cost.link_bytes_per_s
+        t_allreduce = 2.0 * cost.layers * (engine.allreduce_latency_s + ring)
+    return np.maximum(t_memory, t_compute) + t_fixed + t_allreduce

@@ -1,0 +1,294 @@
+"""`infersize spec`: one deployment, resolved from catalog names, as a JSON-ready report."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from infersize.catalog import Catalog, GpuSpec
+from infersize.deployment import Side, deployment_memory, deployment_speed, prepare_side
+from infersize.engines import Engine
+from infersize.errors import ValueRangeError
+from infersize.latency import step_time_s
+from infersize.speculative import (
+    SPEEDUP_MODELS,
+    alpha_for_speedup,
+    expected_tokens,
+    optimal_k_leviathan,
+)
+
+CROSSOVER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048])
+
+
+@dataclass(frozen=True)
+class SpecRequest:
+    target: str
+    target_quant: str
+    draft: str | None  # None: the target alone
+    draft_quant: str
+    gpu: str
+    context_length: int
+    acceptance_rate: float
+    draft_k: int
+    batch_size: int = 1
+    kv_dtype: str = "fp16"
+    tp: int = 1
+    speedup_model: str = "leviathan"
+    latency_ratio: float | None = None
+    k_max: int = 16
+    price_usd_per_hour: float | None = None
+
+
+def _finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueRangeError(f"{name} must be a finite number, got {value}")
+
+
+def validate_request(req: SpecRequest) -> None:
+    """Range checks of DESIGN §8: one clear message per mistake."""
+    _finite("--acceptance-rate", req.acceptance_rate)
+    if not 0.0 <= req.acceptance_rate <= 1.0:
+        raise ValueRangeError(f"--acceptance-rate must be in [0, 1], got {req.acceptance_rate}")
+    if req.draft_k < 1:
+        raise ValueRangeError(f"--draft-k must be at least 1, got {req.draft_k}")
+    if req.k_max < req.draft_k:
+        raise ValueRangeError(f"--max-k ({req.k_max}) must be at least --draft-k ({req.draft_k})")
+    if req.context_length < 1:
+        raise ValueRangeError(f"--context-length must be at least 1, got {req.context_length}")
+    if req.batch_size < 1:
+        raise ValueRangeError(f"--batch-size must be at least 1, got {req.batch_size}")
+    if req.latency_ratio is not None:
+        _finite("--latency-ratio", req.latency_ratio)
+        if req.latency_ratio <= 0:
+            raise ValueRangeError(f"--latency-ratio must be > 0, got {req.latency_ratio}")
+    if req.price_usd_per_hour is not None:
+        _finite("--price-usd-per-hour", req.price_usd_per_hour)
+        if req.price_usd_per_hour < 0:
+            raise ValueRangeError(
+                f"--price-usd-per-hour must be >= 0, got {req.price_usd_per_hour}"
+            )
+    if req.speedup_model not in SPEEDUP_MODELS:
+        raise ValueRangeError(
+            f"--speedup-model must be one of {', '.join(SPEEDUP_MODELS)}, got '{req.speedup_model}'"
+        )
+
+
+@dataclass
+class SpecReport:
+    """Everything `spec` prints. `data` holds the stable JSON keys of DESIGN §7."""
+
+    data: dict[str, Any]
+    gpu: GpuSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def _side_json(side: Side, kv: float, workspace: float) -> dict[str, Any]:
+    weights = side.weights.total
+    return {
+        "model": side.model.id,
+        "quant": side.fmt.id,
+        "params": side.counts.total,
+        "active_params": side.counts.active,
+        "weights_bytes": weights,
+        "kv_cache_bytes": int(kv),
+        "workspace_bytes": int(workspace),
+        "total_bytes": int(weights + kv + workspace),
+        "tp": side.tp,
+    }
+
+
+def _feasible_k(target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest):
+    """K = 1..k_max and whether each fits in memory (lookahead and workspace grow with K)."""
+    ks = np.arange(1, req.k_max + 1)
+    fits = deployment_memory(
+        target, draft, gpu, engine, req.context_length, req.batch_size, ks
+    ).fits
+    return ks, fits
+
+
+def _optimal_k(
+    target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest, gamma: float
+) -> tuple[int | None, float | None]:
+    ks, fits = _feasible_k(target, draft, gpu, engine, req)
+    if not fits.any():
+        return None, None
+    k_cap = int(ks[fits].max())  # memory use rises with K, so the feasible Ks are 1..k_cap
+    if req.speedup_model == "leviathan":
+        best = int(optimal_k_leviathan(req.acceptance_rate, gamma, k_cap))
+    else:  # vectorised integer search
+        speeds = deployment_speed(
+            target,
+            draft,
+            engine,
+            req.context_length,
+            req.batch_size,
+            req.acceptance_rate,
+            ks[:k_cap],
+            req.speedup_model,
+            req.latency_ratio,
+        ).speedup
+        best = int(ks[int(np.argmax(speeds))])
+    at_best = deployment_speed(
+        target,
+        draft,
+        engine,
+        req.context_length,
+        req.batch_size,
+        req.acceptance_rate,
+        best,
+        req.speedup_model,
+        req.latency_ratio,
+    )
+    return best, float(at_best.speedup)
+
+
+def _crossover_batch(target: Side, draft: Side, engine: Engine, req: SpecRequest) -> int | None:
+    """Smallest batch at which the roofline speedup at the given α and K drops below 1."""
+    speed = deployment_speed(
+        target,
+        draft,
+        engine,
+        req.context_length,
+        CROSSOVER_BATCHES,
+        req.acceptance_rate,
+        req.draft_k,
+        "roofline",
+        None,
+    )
+    below = np.flatnonzero(speed.speedup < 1.0)
+    return int(CROSSOVER_BATCHES[below[0]]) if below.size else None
+
+
+def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
+    validate_request(req)
+    gpu = catalog.gpu(req.gpu)
+    kv_dtype = catalog.kv_dtype(req.kv_dtype)
+    target = prepare_side(
+        catalog.model(req.target), catalog.weight_format(req.target_quant), kv_dtype, gpu, req.tp
+    )
+    draft = None
+    if req.draft is not None:  # the draft runs unsplit on rank 0, as vLLM's draft_tensor_parallel=1
+        draft = prepare_side(
+            catalog.model(req.draft), catalog.weight_format(req.draft_quant), kv_dtype, gpu, 1
+        )
+    memory = deployment_memory(
+        target, draft, gpu, engine, req.context_length, req.batch_size, req.draft_k
+    )
+    notes = _notes(req, catalog, target, draft, gpu)
+    price = req.price_usd_per_hour if req.price_usd_per_hour is not None else gpu.price_usd_per_hour
+    data: dict[str, Any] = {
+        "target": _side_json(target, memory.target_kv, memory.target_workspace),
+        "draft": _side_json(draft, memory.draft_kv, memory.draft_workspace) if draft else None,
+        "overhead_bytes": memory.overhead,
+        "combined_bytes": int(memory.combined),
+        "gpu": {"id": gpu.id, "name": gpu.name, "memory_bytes": gpu.memory_bytes, "count": req.tp},
+        "engine": engine.name,
+        "budget_bytes": int(memory.budget),
+        "utilization": float(memory.utilization),
+        "fits": bool(memory.fits),
+        "verdict": str(memory.verdict),
+        "context_length": req.context_length,
+        "batch_size": req.batch_size,
+        "kv_dtype": kv_dtype.id,
+        "acceptance_rate": req.acceptance_rate,
+        "draft_k": req.draft_k if draft else None,
+        "speedup_model": req.speedup_model,
+    }
+    if engine.pools_kv:
+        data.update(
+            gpu_memory_utilization=engine.gpu_memory_utilization,
+            kv_pool_bytes=int(memory.kv_pool),
+            kv_pool_tokens=int(memory.kv_pool_tokens),
+            max_concurrent_sequences=float(memory.max_concurrent_sequences),
+        )
+    baseline_t = float(deployment_speed_baseline(target, engine, req))
+    baseline_tps = req.batch_size / baseline_t
+    if draft is None:
+        data.update(
+            latency_ratio=None,
+            expected_tokens_per_step=1.0,
+            speedup=1.0,
+            optimal_k=None,
+            speedup_at_optimal_k=None,
+            break_even_acceptance_rate=None,
+            crossover_batch_size=None,
+        )
+        speedup = 1.0
+    else:
+        speed = deployment_speed(
+            target,
+            draft,
+            engine,
+            req.context_length,
+            req.batch_size,
+            req.acceptance_rate,
+            req.draft_k,
+            req.speedup_model,
+            req.latency_ratio,
+        )
+        gamma = float(speed.latency_ratio)
+        speedup = float(speed.speedup)
+        best_k, best_s = _optimal_k(target, draft, gpu, engine, req, gamma)
+        break_even = float(
+            alpha_for_speedup(1.0, req.draft_k, speed.step_cost, req.speedup_model, gamma)
+        )
+        data.update(
+            latency_ratio=gamma,
+            latency_ratio_source="given" if req.latency_ratio is not None else "roofline",
+            expected_tokens_per_step=float(expected_tokens(req.acceptance_rate, req.draft_k)),
+            speedup=speedup,
+            optimal_k=best_k,
+            speedup_at_optimal_k=best_s,
+            break_even_acceptance_rate=None if math.isnan(break_even) else break_even,
+            crossover_batch_size=_crossover_batch(target, draft, engine, req),
+        )
+    data.update(
+        baseline_tokens_per_s=baseline_tps,
+        speculative_tokens_per_s=baseline_tps * speedup,
+        baseline_ms_per_token=baseline_t * 1e3,
+        speculative_ms_per_token=baseline_t * 1e3 / speedup,
+        price_usd_per_hour=price,
+        usd_per_mtok=(
+            price * req.tp / 3600.0 / (baseline_tps * speedup) * 1e6 if price is not None else None
+        ),
+        notes=notes,
+    )
+    return SpecReport(data=data, gpu=gpu, notes=notes)
+
+
+def deployment_speed_baseline(target: Side, engine: Engine, req: SpecRequest) -> float:
+    """Plain decoding: one target step per token."""
+    return float(step_time_s(target.cost, engine, req.batch_size, 1, req.context_length))
+
+
+def _notes(
+    req: SpecRequest, catalog: Catalog, target: Side, draft: Side | None, gpu: GpuSpec
+) -> list[str]:
+    notes = []
+    if catalog.is_alias(catalog.gpus, req.gpu):
+        others = sorted(
+            g for g in catalog.gpus.records if g != gpu.id and req.gpu.strip().lower() in g
+        )
+        also = f"; other variants: {', '.join(others)}" if others else ""
+        notes.append(f"'{req.gpu}' means the {gpu.name}{also}")
+    for side in (target, draft):
+        if side and req.context_length > side.model.max_position_embeddings:
+            notes.append(
+                f"context {req.context_length} exceeds {side.model.id}'s "
+                f"max_position_embeddings ({side.model.max_position_embeddings})"
+            )
+    if draft and draft.model.tokenizer_family != target.model.tokenizer_family:
+        notes.append(
+            f"{draft.model.id} ({draft.model.tokenizer_family} tokenizer) does not share "
+            f"{target.model.id}'s tokenizer ({target.model.tokenizer_family}): "
+            "needs cross-tokenizer drafting"
+        )
+    if req.speedup_model == "linear":
+        notes.append(
+            "speedup model 'linear' is the seed's printed equation, not Leviathan's "
+            "Theorem 3.8; it overstates the speedup"
+        )
+    return notes
