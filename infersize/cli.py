@@ -207,11 +207,10 @@ def models_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption)
     render_table(
         Console(),
         f"{len(rows)} models",
-        ["id", "hf_repo", "family", "tokenizer", "params (B)", "layers", "context"],
+        ["id", "family", "tokenizer", "params (B)", "layers", "context"],
         [
             [
                 r["id"],
-                r["hf_repo"],
                 r["family"],
                 r["tokenizer_family"],
                 f"{r['params'] / 1e9:.2f}",
@@ -259,7 +258,7 @@ def gpus_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption) -
     render_table(
         Console(),
         f"{len(rows)} GPUs",
-        ["id", "name", "memory (GiB)", "GB/s", "fp16 TFLOPS", "fp8 TFLOPS", "$/h", "aliases"],
+        ["id", "name", "GiB", "GB/s", "fp16 TFLOPS", "fp8 TFLOPS", "$/h"],
         [
             [
                 r["id"],
@@ -269,7 +268,6 @@ def gpus_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption) -
                 f"{r['fp16_tflops']:g}",
                 r["fp8_tflops"] or "-",
                 r["price_usd_per_hour"] or "-",
-                ", ".join(r["aliases"]),
             ]
             for r in rows
         ],

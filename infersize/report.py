@@ -178,7 +178,13 @@ def _render_next(console: Console, d: dict[str, Any]) -> None:
 def render_table(console: Console, title: str, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     for col in columns:
-        table.add_column(col, justify="left" if col in ("id", "name", "family") else "right")
+        text_column = col in ("id", "name", "family", "hf_repo", "tokenizer", "aliases")
+        table.add_column(
+            col,
+            justify="left" if text_column else "right",
+            no_wrap=col != "name",
+            min_width=len(col) if col != "name" else 12,
+        )
     for row in rows:
         table.add_row(*(str(v) for v in row))
     console.print(table)

@@ -75,8 +75,10 @@ def read_yaml(path: Path, error: type[InfersizeError] = CatalogError) -> YamlDoc
 def describe_validation_error(
     doc: YamlDocument, exc: ValidationError, loc_prefix: tuple[int | str, ...] = ()
 ) -> str:
-    """The first pydantic error as 'FILE: line N: key a.b.c: message'."""
-    err = exc.errors()[0]
+    """The first pydantic error as 'FILE: line N: key a.b.c: message'. An unknown key comes
+    first: a misspelt key is the cause of the 'missing' error on the key it meant."""
+    errors = exc.errors()
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = loc_prefix + tuple(err["loc"])
     line = doc.line_of(loc)
     key = ".".join(str(p) for p in loc) or "(top level)"

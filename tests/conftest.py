@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from infersize.catalog import Catalog, load_catalog
+from infersize.engines import get_engine
+
+SEED_ARGS = [
+    "spec", "--target", "qwen2.5-7b", "--target-quant", "fp16", "--draft", "qwen2.5-0.5b",
+    "--draft-quant", "int4", "--gpu", "a100", "--context-length", "4096",
+    "--acceptance-rate", "0.72", "--draft-k", "4",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@pytest.fixture
+def plain():
+    return get_engine("plain")
+
+
+@pytest.fixture
+def vllm():
+    return get_engine("vllm")
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()

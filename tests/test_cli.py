@@ -1,0 +1,268 @@
+"""The command line through CliRunner: exact messages and exit codes (DESIGN §7-8), plus one real
+subprocess run of the installed console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from infersize.cli import app
+from tests.conftest import SEED_ARGS
+
+
+def run(runner, *args):
+    return runner.invoke(app, list(args))
+
+
+def spec_json(runner, *extra):
+    result = run(runner, *SEED_ARGS, *extra, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_seed_example_prints_the_seed_panel_in_order(runner):
+    result = run(runner, *SEED_ARGS)
+    assert result.exit_code == 0, result.output
+    labels = [
+        "SPECULATIVE DECODING JOINT SIZER & LEVIATHAN SPEEDUP",
+        "Target Model:",
+        "Draft Model:",
+        "Combined VRAM:",
+        "Acceptance Rate α:",
+        "Draft Length K:",
+        "Latency Ratio γ:",
+        "Leviathan Speedup:",
+    ]
+    positions = [result.stdout.find(label) for label in labels]
+    assert -1 not in positions and positions == sorted(positions)
+    assert "qwen2.5-7b (fp16) -> 14.41 GiB VRAM" in result.stdout
+    assert "Safe on NVIDIA A100 80GB SXM" in result.stdout
+    assert "note: 'a100' means the NVIDIA A100 80GB SXM" in result.stdout
+    for after in ("Expected tokens/step:", "Optimal K:", "Break-even α:", "Memory (GiB)"):
+        assert after in result.stdout
+
+
+def test_seed_speedups_with_given_latency_ratio(runner):
+    # DESIGN §5: α 0.72, K 4, γ 12.4 -> leviathan 2.18x, the seed's linear equation 2.77x
+    lev = spec_json(runner, "--latency-ratio", "12.4")
+    lin = spec_json(runner, "--latency-ratio", "12.4", "--speedup-model", "linear")
+    assert lev["speedup"] == pytest.approx(2.177853, abs=1e-6)
+    assert lin["speedup"] == pytest.approx(2.765057, abs=1e-6)
+    assert lev["speedup_model"] == "leviathan" and lin["speedup_model"] == "linear"
+    assert any("seed's printed equation" in n for n in lin["notes"])
+    text = run(runner, *SEED_ARGS, "--latency-ratio", "12.4").stdout
+    assert "Latency Ratio γ:    12.4x\n" in text
+    assert "Leviathan Speedup:  2.18x wall-clock acceleration" in text
+
+
+def test_json_has_the_stable_keys(runner):
+    data = spec_json(runner)
+    for key in (
+        "target",
+        "draft",
+        "overhead_bytes",
+        "combined_bytes",
+        "gpu",
+        "utilization",
+        "fits",
+        "verdict",
+        "acceptance_rate",
+        "draft_k",
+        "latency_ratio",
+        "expected_tokens_per_step",
+        "speedup",
+        "speedup_model",
+        "optimal_k",
+        "speedup_at_optimal_k",
+        "break_even_acceptance_rate",
+        "baseline_tokens_per_s",
+        "speculative_tokens_per_s",
+        "baseline_ms_per_token",
+        "speculative_ms_per_token",
+        "usd_per_mtok",
+        "crossover_batch_size",
+    ):
+        assert key in data, key
+    for side in ("target", "draft"):
+        for key in (
+            "model",
+            "quant",
+            "params",
+            "weights_bytes",
+            "kv_cache_bytes",
+            "workspace_bytes",
+            "total_bytes",
+        ):
+            assert key in data[side], (side, key)
+    assert data["target"]["weights_bytes"] == 15_231_233_024
+    assert data["gpu"]["id"] == "a100-80gb-sxm"
+    parts = sum(data[s]["total_bytes"] for s in ("target", "draft")) + data["overhead_bytes"]
+    assert data["combined_bytes"] == pytest.approx(parts, abs=2)
+
+
+def test_vllm_engine_keys(runner):
+    data = spec_json(runner, "--engine", "vllm", "--gpu-memory-utilization", "0.9")
+    assert data["kv_pool_bytes"] > 0
+    assert data["max_concurrent_sequences"] == pytest.approx(
+        data["kv_pool_tokens"] / 4096, rel=1e-3
+    )
+
+
+def test_draft_none_sizes_the_target_alone(runner):
+    result = run(runner, *SEED_ARGS[:6], "none", *SEED_ARGS[7:], "--json")
+    data = json.loads(result.stdout)
+    assert data["draft"] is None and data["speedup"] == 1.0
+    seed = spec_json(runner)
+    assert data["combined_bytes"] < seed["combined_bytes"]
+    assert run(runner, *SEED_ARGS[:6], "none", *SEED_ARGS[7:]).exit_code == 0
+
+
+def test_units_gb_labels_decimal_gigabytes(runner):
+    text = run(runner, *SEED_ARGS, "--units", "gb").stdout
+    assert "qwen2.5-7b (fp16) -> 15.47 GB VRAM" in text
+
+
+def test_tensor_parallel_reports_per_gpu(runner):
+    data = spec_json(runner, "--tp", "2")
+    assert data["gpu"]["count"] == 2 and data["target"]["tp"] == 2
+    assert data["target"]["weights_bytes"] < 15_231_233_024 * 0.51
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--target", "qwen9-999b"],
+            "error: unknown model 'qwen9-999b': did you mean 'qwen3-8b', 'qwen3-4b', 'qwen3-32b'?",
+        ),
+        (["--gpu", "a10o"], "error: unknown gpu 'a10o': did you mean 'a10', 'a10g', 'a100'?"),
+        (["--acceptance-rate", "1.5"], "error: --acceptance-rate must be in [0, 1], got 1.5"),
+        (["--acceptance-rate", "-0.1"], "error: --acceptance-rate must be in [0, 1], got -0.1"),
+        (["--acceptance-rate", "nan"], "error: --acceptance-rate must be a finite number, got nan"),
+        (["--draft-k", "0"], "error: --draft-k must be at least 1, got 0"),
+        (["--latency-ratio", "0"], "error: --latency-ratio must be > 0, got 0.0"),
+        (["--latency-ratio", "-3"], "error: --latency-ratio must be > 0, got -3.0"),
+        (["--context-length", "0"], "error: --context-length must be at least 1, got 0"),
+        (["--batch-size", "-1"], "error: --batch-size must be at least 1, got -1"),
+        (
+            ["--target-quant", "int3"],
+            "error: unknown precision 'int3': did you mean 'int8', 'int4', 'awq-int4'?",
+        ),
+        (
+            ["--kv-dtype", "fp7"],
+            "error: unknown kv dtype 'fp7': did you mean 'fp8', 'fp32', 'fp16'?",
+        ),
+        (["--engine", "trt"], "error: unknown engine 'trt': choose plain or vllm"),
+        (
+            ["--speedup-model", "magic"],
+            "error: --speedup-model must be one of leviathan, roofline, linear, got 'magic'",
+        ),
+        (
+            ["--tp", "3"],
+            "error: qwen2.5-7b: tensor parallel 3 does not divide its 28 attention heads",
+        ),
+        (["--units", "mb"], "error: --units must be gib or gb, got 'mb'"),
+        (
+            ["--draft-k", "x"],
+            "error: Invalid value for '--draft-k': Input should be a valid integer, unable to parse "
+            "string as an integer",
+        ),
+        (
+            ["--engine", "vllm", "--gpu-memory-utilization", "1.5"],
+            "error: --gpu-memory-utilization must be in (0, 1], got 1.5",
+        ),
+        (["--overhead-gib", "-1"], "error: --overhead-gib must be a finite number >= 0, got -1.0"),
+    ],
+)
+def test_bad_input_one_line_exit_2(runner, args, message):
+    argv = list(SEED_ARGS)
+    for flag, value in zip(args[::2], args[1::2]):
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    result = run(runner, *argv)
+    assert result.exit_code == 2
+    assert result.stderr == message + "\n"
+    assert result.stdout == ""
+
+
+def test_missing_catalog_overlay(runner, tmp_path):
+    missing = tmp_path / "nope.yaml"
+    result = run(runner, *SEED_ARGS, "--catalog", str(missing))
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {missing}: no such file\n"
+
+
+def test_missing_required_option(runner):
+    result = run(runner, "spec", "--draft", "none", "--gpu", "a100")
+    assert result.exit_code == 2
+    assert result.stderr == "error: Missing option '--target'.\n"
+
+
+def test_debug_shows_the_traceback(runner):
+    result = run(runner, *SEED_ARGS, "--draft-k", "0", "--debug")
+    assert result.exit_code != 0
+    assert result.exception is not None and "draft-k" in str(result.exception)
+
+
+def test_models_and_gpus_commands(runner):
+    models = json.loads(run(runner, "models", "list", "--json").stdout)
+    assert len(models) >= 31
+    shown = json.loads(run(runner, "models", "show", "qwen2.5-7b", "--json").stdout)
+    assert shown["id"] == "qwen2.5-7b" and shown["hf_repo"] == "Qwen/Qwen2.5-7B"
+    assert shown["params"] == 7_615_616_512
+    moe = json.loads(run(runner, "models", "show", "mixtral-8x7b", "--json").stdout)
+    assert moe["active_params"] < moe["params"]
+    gpus = json.loads(run(runner, "gpus", "list", "--json").stdout)
+    assert len(gpus) >= 20
+    h100 = json.loads(run(runner, "gpus", "show", "h100", "--json").stdout)
+    assert h100["id"] == "h100-sxm" and h100["bandwidth_bytes_per_s"] == 3.35e12
+    assert h100["memory_bytes"] == 81090 * 2**20  # torch total_memory 81,090 MiB
+    assert run(runner, "models", "list").exit_code == 0
+    assert "NVIDIA H100" in run(runner, "gpus", "show", "h100").stdout
+    bad = run(runner, "gpus", "show", "h1000")
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown gpu 'h1000'")
+
+
+def test_version(runner):
+    result = run(runner, "--version")
+    assert result.exit_code == 0 and result.stdout.startswith("infersize ")
+
+
+@pytest.mark.skipif(shutil.which("infersize") is None and not sys.argv, reason="not installed")
+def test_real_subprocess_run():
+    exe = shutil.which("infersize")
+    cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
+    done = subprocess.run(
+        [*cmd, *SEED_ARGS, "--latency-ratio", "12.4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["speedup"] == pytest.approx(2.1779, abs=1e-4)
+    bad = subprocess.run(
+        [*cmd, *SEED_ARGS[:-1], "0"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert bad.returncode == 2 and bad.stderr == "error: --draft-k must be at least 1, got 0\n"
+    assert "Traceback" not in bad.stderr
+
+
+def test_spec_start_up_imports_no_heavy_modules():
+    """`infersize spec` must not import polars, joblib or scipy (start-up time, DESIGN brief)."""
+    code = (
+        "import sys\nfrom infersize.cli import app\n"
+        "try:\n    app(" + repr([*SEED_ARGS, "--json"]) + ")\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "HEAVY []" in done.stderr, done.stderr

@@ -1,0 +1,45 @@
+"""Parameter counts from config fields against published totals (tests/data/published_params.csv,
+each row with its source: HF safetensors totals and model cards via shared/reference)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from infersize.params import param_counts
+
+with (Path(__file__).parent / "data/published_params.csv").open() as _f:
+    PUBLISHED = list(csv.DictReader(_f))
+
+
+def test_published_table_covers_the_catalog(catalog):
+    assert len(PUBLISHED) >= 26
+    assert {row["model"] for row in PUBLISHED} <= set(catalog.models.records)
+
+
+@pytest.mark.parametrize("row", PUBLISHED, ids=[r["model"] for r in PUBLISHED])
+def test_count_equals_published_total_exactly(catalog, row):
+    assert param_counts(catalog.model(row["model"])).total == int(row["published_params"])
+
+
+def test_components_add_up_for_qwen2_5_7b(catalog):
+    # Qwen2.5-7B: untied 152064 x 3584 embedding and lm_head, q/k/v biases (Qwen2 architecture)
+    counts = param_counts(catalog.model("qwen2.5-7b"))
+    assert counts.embedding == counts.lm_head == 152064 * 3584
+    assert counts.total == counts.embedding + counts.lm_head + counts.linear + counts.small
+    assert counts.active == counts.total  # dense
+
+
+def test_tied_embeddings_count_once(catalog):
+    counts = param_counts(catalog.model("qwen2.5-0.5b"))
+    assert counts.lm_head == 0 and counts.embedding == 151936 * 896
+
+
+def test_mixtral_active_params(catalog):
+    # Mixtral 8x7B: 2 of 8 experts per token; Mistral AI quotes 12.9B active of 46.7B
+    counts = param_counts(catalog.model("mixtral-8x7b"))
+    assert counts.total == 46_702_792_704
+    assert counts.active == pytest.approx(12.9e9, rel=0.01)
+    assert counts.mlp_routed == counts.mlp  # no shared experts
