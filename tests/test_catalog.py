@@ -64,7 +64,7 @@ def test_models_resolve_by_hf_repo_case_insensitively(catalog):
 
 
 def test_unknown_name_suggests_near_names(catalog):
-    with pytest.raises(UnknownNameError, match="did you mean 'llama-3.1-8b'"):
+    with pytest.raises(UnknownNameError, match=r"did you mean 'llama-3\.1-8b'"):
         catalog.model("llama-3.1-8")
 
 

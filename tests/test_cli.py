@@ -168,8 +168,8 @@ def test_tensor_parallel_reports_per_gpu(runner):
         (["--units", "mb"], "error: --units must be gib or gb, got 'mb'"),
         (
             ["--draft-k", "x"],
-            "error: Invalid value for '--draft-k': Input should be a valid integer, unable to parse "
-            "string as an integer",
+            "error: Invalid value for '--draft-k': Input should be a valid integer, unable to "
+            "parse string as an integer",
         ),
         (
             ["--engine", "vllm", "--gpu-memory-utilization", "1.5"],
@@ -180,7 +180,7 @@ def test_tensor_parallel_reports_per_gpu(runner):
 )
 def test_bad_input_one_line_exit_2(runner, args, message):
     argv = list(SEED_ARGS)
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=True):
         if flag in argv:
             argv[argv.index(flag) + 1] = value
         else:
