@@ -1,9 +1,17 @@
 """One deployment (target, optional draft, GPU, TP, engine) evaluated over arrays of context,
-batch, α and K: memory per GPU and the speed model. `infersize spec` and the sweep both call it."""
+batch, α and K: memory per GPU and the speed model. `infersize spec` and the sweep both call it.
+
+The formulas read only `SideNumbers`, whose fields may be numpy arrays: `stack` turns the numbers
+of many (model, precision, GPU, TP) settings into one SideNumbers of arrays, so a sweep scores a
+whole chunk of settings in one broadcast call of the same functions `spec` uses.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,13 +21,22 @@ from infersize.catalog import GpuSpec, KvDtype, ModelSpec, WeightFormat
 from infersize.engines import Engine
 from infersize.latency import StepCost, step_cost, step_time_s
 from infersize.params import ParamCounts, param_counts
-from infersize.speculative import (
-    speedup_leviathan,
-    speedup_linear,
-    speedup_roofline,
-)
+from infersize.speculative import speedup_leviathan, speedup_linear, speedup_roofline
 
 FloatArray = NDArray[np.float64]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SideNumbers:
+    """What the memory and speed formulas read of one side (per GPU); scalars or arrays."""
+
+    weights_bytes: Any
+    vocab_size: Any
+    activation_bytes_per_token: Any
+    tp: Any
+    kv: mem.KvLayout
+    cost: StepCost
 
 
 @dataclass(frozen=True)
@@ -30,9 +47,11 @@ class Side:
     fmt: WeightFormat
     counts: ParamCounts
     weights: mem.WeightBytes  # per GPU
-    kv: mem.KvLayout  # per GPU
-    cost: StepCost
-    tp: int
+    numbers: SideNumbers
+
+    @property
+    def tp(self) -> int:
+        return int(self.numbers.tp)
 
 
 def prepare_side(
@@ -42,9 +61,29 @@ def prepare_side(
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp)
     kv = mem.kv_layout(model, kv_dtype, tp)
-    return Side(
-        model, fmt, counts, weights, kv, step_cost(model, counts, weights, fmt, kv, gpu, tp), tp
+    numbers = SideNumbers(
+        weights_bytes=weights.total,
+        vocab_size=model.vocab_size,
+        activation_bytes_per_token=mem.activation_bytes_per_token(model, tp),
+        tp=tp,
+        kv=kv,
+        cost=step_cost(model, counts, weights, fmt, kv, gpu, tp),
     )
+    return Side(model, fmt, counts, weights, numbers)
+
+
+def stack(items: Sequence[T], ndim: int) -> T:
+    """One dataclass like items[0] whose numeric fields are arrays of shape (len(items), 1, ...),
+    `ndim` dimensions in all, so they broadcast against the grid axes that follow."""
+    first = items[0]
+    values = {}
+    for f in dataclasses.fields(first):  # type: ignore[arg-type]
+        column = [getattr(item, f.name) for item in items]
+        if dataclasses.is_dataclass(column[0]):
+            values[f.name] = stack(column, ndim)
+        else:
+            values[f.name] = np.asarray(column, dtype=np.float64).reshape((-1,) + (1,) * (ndim - 1))
+    return type(first)(**values)
 
 
 @dataclass(frozen=True)
@@ -56,24 +95,29 @@ class Memory:
     target_workspace: FloatArray
     draft_kv: FloatArray
     draft_workspace: FloatArray
-    overhead: int
+    overhead: FloatArray
     combined: FloatArray
-    budget: float  # what the engine may use: the device memory, or U · memory for vLLM
-    utilization: FloatArray  # combined / device memory
-    verdict: NDArray[np.str_]
+    budget: FloatArray  # what the engine may use: the device memory, or U · memory for vLLM
     kv_pool: FloatArray | None  # vLLM: the KV pool per GPU after weights and activations
-    kv_pool_tokens: FloatArray | None
     max_concurrent_sequences: FloatArray | None
 
     @property
+    def share(self) -> FloatArray:
+        return self.combined / self.budget
+
+    @property
     def fits(self) -> NDArray[np.bool_]:
-        return self.verdict != "OOM"
+        return self.share <= 1.0
+
+    @property
+    def verdict(self) -> NDArray[np.str_]:
+        return mem.verdict(self.share)
 
 
 def deployment_memory(
-    target: Side,
-    draft: Side | None,
-    gpu: GpuSpec,
+    target: SideNumbers,
+    draft: SideNumbers | None,
+    memory_bytes: ArrayLike,
     engine: Engine,
     context: ArrayLike,
     batch: ArrayLike,
@@ -85,42 +129,44 @@ def deployment_memory(
     spec_k = k if draft is not None else np.zeros_like(k)
     tokens = context + spec_k
     t_kv = mem.kv_cache_bytes(target.kv, tokens, batch)
-    t_ws = mem.workspace_bytes(target.model, batch, spec_k + 1, batch * (spec_k + 1), target.tp)
-    d_kv = d_ws = np.zeros_like(t_kv)
-    weights = target.weights.total + (draft.weights.total if draft else 0)
-    if draft is not None:
-        d_kv = mem.kv_cache_bytes(draft.kv, tokens, batch)
-        d_ws = mem.workspace_bytes(draft.model, batch, spec_k, batch, draft.tp)
-    overhead = mem.overhead_bytes(engine, target.tp)
-    pool = pool_tokens = concurrency = None
-    if engine.pools_kv:
-        t_ws = np.maximum(t_ws, mem.vllm_profile_bytes(target.model, engine, target.tp))
-        if draft is not None:
-            d_ws = np.maximum(d_ws, mem.vllm_profile_bytes(draft.model, engine, draft.tp))
-        budget = engine.gpu_memory_utilization * gpu.memory_bytes
-        pool = budget - weights - t_ws - d_ws - overhead
-        per_seq = mem.kv_cache_bytes(target.kv, tokens, 1) + (
-            mem.kv_cache_bytes(draft.kv, tokens, 1) if draft else 0.0
-        )
-        concurrency = np.maximum(pool, 0.0) / per_seq
-        pool_tokens = concurrency * context
-    else:
-        budget = float(gpu.memory_bytes)
-    combined = weights + t_kv + t_ws + d_kv + d_ws + overhead
-    return Memory(
-        target_kv=t_kv,
-        target_workspace=t_ws,
-        draft_kv=d_kv,
-        draft_workspace=d_ws,
-        overhead=overhead,
-        combined=combined,
-        budget=budget,
-        utilization=combined / gpu.memory_bytes,
-        verdict=mem.verdict(combined, budget),
-        kv_pool=pool,
-        kv_pool_tokens=pool_tokens,
-        max_concurrent_sequences=concurrency,
+    t_ws = mem.workspace_bytes(
+        target.vocab_size,
+        target.activation_bytes_per_token,
+        batch,
+        spec_k + 1,
+        batch * (spec_k + 1),
     )
+    weights = target.weights_bytes
+    d_kv = d_ws = np.zeros_like(t_kv)
+    if draft is not None:
+        weights = weights + draft.weights_bytes
+        d_kv = mem.kv_cache_bytes(draft.kv, tokens, batch)
+        d_ws = mem.workspace_bytes(
+            draft.vocab_size, draft.activation_bytes_per_token, batch, spec_k, batch
+        )
+    overhead = mem.overhead_bytes(engine, target.tp)
+    memory_bytes = np.asarray(memory_bytes, dtype=np.float64)
+    pool = concurrency = None
+    if engine.pools_kv:
+        t_ws = np.maximum(
+            t_ws,
+            mem.vllm_profile_bytes(target.vocab_size, target.activation_bytes_per_token, engine),
+        )
+        if draft is not None:
+            d_ws = np.maximum(
+                d_ws,
+                mem.vllm_profile_bytes(draft.vocab_size, draft.activation_bytes_per_token, engine),
+            )
+        budget = engine.gpu_memory_utilization * memory_bytes
+        pool = budget - weights - t_ws - d_ws - overhead
+        per_seq = mem.kv_cache_bytes(target.kv, tokens, 1)
+        if draft is not None:
+            per_seq = per_seq + mem.kv_cache_bytes(draft.kv, tokens, 1)
+        concurrency = np.maximum(pool, 0.0) / per_seq
+    else:
+        budget = memory_bytes
+    combined = weights + t_kv + t_ws + d_kv + d_ws + overhead
+    return Memory(t_kv, t_ws, d_kv, d_ws, overhead, combined, budget, pool, concurrency)
 
 
 @dataclass(frozen=True)
@@ -134,8 +180,8 @@ class Speed:
 
 
 def deployment_speed(
-    target: Side,
-    draft: Side,
+    target: SideNumbers,
+    draft: SideNumbers,
     engine: Engine,
     context: ArrayLike,
     batch: ArrayLike,
@@ -146,9 +192,9 @@ def deployment_speed(
 ) -> Speed:
     k = np.asarray(k, dtype=np.float64)
     t_target = step_time_s(target.cost, engine, batch, 1, context)
-    t_draft = step_time_s(draft.cost, engine, batch, 1, context)
     t_verify = step_time_s(target.cost, engine, batch, k + 1, context)
     if latency_ratio is None:
+        t_draft = step_time_s(draft.cost, engine, batch, 1, context)
         gamma = t_target / t_draft
     else:  # a measured γ replaces the modelled draft step, for every speedup model
         gamma = np.asarray(latency_ratio, dtype=np.float64)
@@ -162,11 +208,4 @@ def deployment_speed(
     else:
         speedup = speedup_leviathan(alpha, k, gamma)
         cost = 1.0 + k / gamma
-    return Speed(
-        gamma * np.ones_like(speedup),
-        speedup,
-        cost * np.ones_like(speedup),
-        t_target,
-        t_draft,
-        t_verify,
-    )
+    return Speed(gamma, speedup, cost, t_target, t_draft, t_verify)

@@ -99,9 +99,8 @@ def step_time_s(
     t_memory = bytes_moved / (cost.bandwidth_bytes_per_s * engine.mbu)
     t_compute = flops / (cost.peak_flops * engine.mfu)
     t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
-    t_allreduce = 0.0
-    if cost.tp > 1:
-        message = tokens * cost.hidden * ACTIVATION_BYTES
-        ring = 2.0 * (cost.tp - 1) / cost.tp * message / cost.link_bytes_per_s
-        t_allreduce = 2.0 * cost.layers * (engine.allreduce_latency_s + ring)
+    tp = np.asarray(cost.tp, dtype=np.float64)
+    message = tokens * cost.hidden * ACTIVATION_BYTES
+    ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1
+    t_allreduce = np.where(tp > 1, 2.0 * cost.layers * (engine.allreduce_latency_s + ring), 0.0)
     return t_memory + t_compute + t_fixed + t_allreduce

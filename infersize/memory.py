@@ -105,7 +105,7 @@ def kv_layout(model: ModelSpec, kv: KvDtype, tp: int = 1) -> KvLayout:
 def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> FloatArray:
     """KV cache = batch · (full layers · tokens + window layers · min(tokens, window))."""
     tokens = np.asarray(tokens, dtype=np.float64)
-    windowed = np.minimum(tokens, layout.window_tokens) if layout.window_tokens else 0.0
+    windowed = np.minimum(tokens, layout.window_tokens)  # window 0 only with 0 window bytes
     per_seq = layout.full_bytes_per_token * tokens + layout.window_bytes_per_token * windowed
     return np.ceil(np.asarray(batch, dtype=np.float64) * per_seq)
 
@@ -121,34 +121,40 @@ def activation_bytes_per_token(model: ModelSpec, tp: int = 1) -> float:
 
 
 def workspace_bytes(
-    model: ModelSpec, batch: ArrayLike, logit_positions: ArrayLike, tokens: ArrayLike, tp: int = 1
+    vocab_size: ArrayLike,
+    activation_bytes_per_token: ArrayLike,
+    batch: ArrayLike,
+    logit_positions: ArrayLike,
+    tokens: ArrayLike,
 ) -> FloatArray:
     """fp32 logits for batch · logit_positions rows of the vocabulary, plus the activations of
     a forward pass over `tokens` tokens. Target: K+1 positions verified in one pass; draft: the
     K proposal distributions it keeps for rejection sampling, one token per step."""
     batch = np.asarray(batch, dtype=np.float64)
-    logits = batch * np.asarray(logit_positions, dtype=np.float64) * model.vocab_size * LOGIT_BYTES
-    activations = np.asarray(tokens, dtype=np.float64) * activation_bytes_per_token(model, tp)
+    positions = np.asarray(logit_positions, dtype=np.float64)
+    logits = batch * positions * np.asarray(vocab_size, dtype=np.float64) * LOGIT_BYTES
+    activations = np.asarray(tokens, dtype=np.float64) * activation_bytes_per_token
     return np.ceil(logits + activations)
 
 
-def overhead_bytes(engine: Engine, tp: int = 1) -> int:
+def overhead_bytes(engine: Engine, tp: ArrayLike = 1) -> FloatArray:
     """Runtime overhead of the one process that serves both models, per GPU."""
-    extra = engine.tp_overhead_gib if tp > 1 else 0.0
-    return round((engine.overhead_gib + extra) * GIB)
+    extra = np.where(np.asarray(tp) > 1, engine.tp_overhead_gib, 0.0)
+    return np.round((engine.overhead_gib + extra) * GIB)
 
 
-def vllm_profile_bytes(model: ModelSpec, engine: Engine, tp: int = 1) -> float:
+def vllm_profile_bytes(
+    vocab_size: ArrayLike, activation_bytes_per_token: ArrayLike, engine: Engine
+) -> FloatArray:
     """Activation peak of vLLM's profiling forward pass: max_num_batched_tokens tokens through
     the model plus the sampler's fp32 logits for max_num_seqs sequences (vLLM V1 gpu_worker)."""
-    tokens = engine.max_num_batched_tokens
-    return (
-        tokens * activation_bytes_per_token(model, tp)
-        + engine.max_num_seqs * model.vocab_size * LOGIT_BYTES
+    return np.asarray(
+        engine.max_num_batched_tokens * np.asarray(activation_bytes_per_token, dtype=np.float64)
+        + engine.max_num_seqs * np.asarray(vocab_size, dtype=np.float64) * LOGIT_BYTES
     )
 
 
-def verdict(used_bytes: ArrayLike, budget_bytes: ArrayLike) -> NDArray[np.str_]:
-    """safe (≤ 90% of the budget), tight (≤ 100%) or OOM."""
-    share = np.asarray(used_bytes, dtype=np.float64) / np.asarray(budget_bytes, dtype=np.float64)
+def verdict(share: ArrayLike) -> NDArray[np.str_]:
+    """safe (≤ 90% of the budget), tight (≤ 100%) or OOM, from used / budget."""
+    share = np.asarray(share, dtype=np.float64)
     return np.where(share > 1.0, "OOM", np.where(share > SAFE_UTILIZATION, "tight", "safe"))

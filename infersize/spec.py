@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from infersize.catalog import Catalog, GpuSpec
+from infersize.catalog import Catalog, GpuSpec, KvDtype
 from infersize.deployment import Side, deployment_memory, deployment_speed, prepare_side
 from infersize.engines import Engine
 from infersize.errors import ValueRangeError
 from infersize.latency import step_time_s
+from infersize.optimize import best_k
 from infersize.speculative import (
     SPEEDUP_MODELS,
     alpha_for_speedup,
     expected_tokens,
-    optimal_k_leviathan,
 )
 
 CROSSOVER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048])
@@ -100,112 +100,133 @@ def _side_json(side: Side, kv: float, workspace: float) -> dict[str, Any]:
     }
 
 
-def _feasible_k(target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest):
-    """K = 1..k_max and whether each fits in memory (lookahead and workspace grow with K)."""
-    ks = np.arange(1, req.k_max + 1)
-    fits = deployment_memory(
-        target, draft, gpu, engine, req.context_length, req.batch_size, ks
-    ).fits
-    return ks, fits
-
-
 def _optimal_k(
-    target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest, gamma: float
+    target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest
 ) -> tuple[int | None, float | None]:
-    ks, fits = _feasible_k(target, draft, gpu, engine, req)
-    if not fits.any():
-        return None, None
-    k_cap = int(ks[fits].max())  # memory use rises with K, so the feasible Ks are 1..k_cap
-    if req.speedup_model == "leviathan":
-        best = int(optimal_k_leviathan(req.acceptance_rate, gamma, k_cap))
-    else:  # vectorised integer search
-        speeds = deployment_speed(
-            target,
-            draft,
-            engine,
-            req.context_length,
-            req.batch_size,
-            req.acceptance_rate,
-            ks[:k_cap],
-            req.speedup_model,
-            req.latency_ratio,
-        ).speedup
-        best = int(ks[int(np.argmax(speeds))])
-    at_best = deployment_speed(
-        target,
-        draft,
+    """Best K in 1..k_max that still fits (optimize.best_k, the sweep's code path)."""
+    choice = best_k(
+        target.numbers,
+        draft.numbers,
+        gpu.memory_bytes,
         engine,
         req.context_length,
         req.batch_size,
         req.acceptance_rate,
-        best,
+        np.arange(1, req.k_max + 1),
         req.speedup_model,
         req.latency_ratio,
     )
-    return best, float(at_best.speedup)
+    if not choice.fits:
+        return None, None
+    return int(choice.k), float(choice.speedup)
 
 
 def _crossover_batch(target: Side, draft: Side, engine: Engine, req: SpecRequest) -> int | None:
     """Smallest batch at which the roofline speedup at the given α and K drops below 1."""
     speed = deployment_speed(
-        target,
-        draft,
+        target.numbers,
+        draft.numbers,
         engine,
         req.context_length,
         CROSSOVER_BATCHES,
         req.acceptance_rate,
         req.draft_k,
         "roofline",
-        None,
     )
     below = np.flatnonzero(speed.speedup < 1.0)
     return int(CROSSOVER_BATCHES[below[0]]) if below.size else None
 
 
-def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
-    validate_request(req)
+def _resolve(req: SpecRequest, catalog: Catalog) -> tuple[GpuSpec, KvDtype, Side, Side | None]:
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
-    target = prepare_side(
-        catalog.model(req.target), catalog.weight_format(req.target_quant), kv_dtype, gpu, req.tp
-    )
+    target_fmt = catalog.weight_format(req.target_quant)
+    target = prepare_side(catalog.model(req.target), target_fmt, kv_dtype, gpu, req.tp)
     draft = None
-    if req.draft is not None:  # the draft runs unsplit on rank 0, as vLLM's draft_tensor_parallel=1
-        draft = prepare_side(
-            catalog.model(req.draft), catalog.weight_format(req.draft_quant), kv_dtype, gpu, 1
-        )
+    if req.draft is not None:  # the draft runs unsplit on rank 0 (vLLM draft_tensor_parallel 1)
+        draft_fmt = catalog.weight_format(req.draft_quant)
+        draft = prepare_side(catalog.model(req.draft), draft_fmt, kv_dtype, gpu, 1)
+    return gpu, kv_dtype, target, draft
+
+
+def _memory_json(
+    req: SpecRequest, gpu: GpuSpec, engine: Engine, target: Side, draft: Side | None
+) -> dict[str, Any]:
     memory = deployment_memory(
-        target, draft, gpu, engine, req.context_length, req.batch_size, req.draft_k
+        target.numbers,
+        draft.numbers if draft else None,
+        gpu.memory_bytes,
+        engine,
+        req.context_length,
+        req.batch_size,
+        req.draft_k,
     )
-    notes = _notes(req, catalog, target, draft, gpu)
-    price = req.price_usd_per_hour if req.price_usd_per_hour is not None else gpu.price_usd_per_hour
     data: dict[str, Any] = {
         "target": _side_json(target, memory.target_kv, memory.target_workspace),
         "draft": _side_json(draft, memory.draft_kv, memory.draft_workspace) if draft else None,
-        "overhead_bytes": memory.overhead,
+        "overhead_bytes": int(memory.overhead),
         "combined_bytes": int(memory.combined),
         "gpu": {"id": gpu.id, "name": gpu.name, "memory_bytes": gpu.memory_bytes, "count": req.tp},
         "engine": engine.name,
         "budget_bytes": int(memory.budget),
-        "utilization": float(memory.utilization),
+        "utilization": float(memory.combined / gpu.memory_bytes),
         "fits": bool(memory.fits),
         "verdict": str(memory.verdict),
-        "context_length": req.context_length,
-        "batch_size": req.batch_size,
-        "kv_dtype": kv_dtype.id,
-        "acceptance_rate": req.acceptance_rate,
-        "draft_k": req.draft_k if draft else None,
-        "speedup_model": req.speedup_model,
     }
     if engine.pools_kv:
+        concurrency = float(memory.max_concurrent_sequences)
         data.update(
             gpu_memory_utilization=engine.gpu_memory_utilization,
             kv_pool_bytes=int(memory.kv_pool),
-            kv_pool_tokens=int(memory.kv_pool_tokens),
-            max_concurrent_sequences=float(memory.max_concurrent_sequences),
+            kv_pool_tokens=int(concurrency * req.context_length),
+            max_concurrent_sequences=concurrency,
         )
-    baseline_t = float(deployment_speed_baseline(target, engine, req))
-    baseline_tps = req.batch_size / baseline_t
+    return data
+
+
+def _speed_json(
+    req: SpecRequest, gpu: GpuSpec, engine: Engine, target: Side, draft: Side
+) -> dict[str, Any]:
+    speed = deployment_speed(
+        target.numbers,
+        draft.numbers,
+        engine,
+        req.context_length,
+        req.batch_size,
+        req.acceptance_rate,
+        req.draft_k,
+        req.speedup_model,
+        req.latency_ratio,
+    )
+    gamma = float(speed.latency_ratio)
+    best, at_best = _optimal_k(target, draft, gpu, engine, req)
+    break_even = float(
+        alpha_for_speedup(1.0, req.draft_k, speed.step_cost, req.speedup_model, gamma)
+    )
+    return {
+        "latency_ratio": gamma,
+        "latency_ratio_source": "given" if req.latency_ratio is not None else "roofline",
+        "expected_tokens_per_step": float(expected_tokens(req.acceptance_rate, req.draft_k)),
+        "speedup": float(speed.speedup),
+        "optimal_k": best,
+        "speedup_at_optimal_k": at_best,
+        "break_even_acceptance_rate": None if math.isnan(break_even) else break_even,
+        "crossover_batch_size": _crossover_batch(target, draft, engine, req),
+    }
+
+
+def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
+    validate_request(req)
+    gpu, kv_dtype, target, draft = _resolve(req, catalog)
+    data = _memory_json(req, gpu, engine, target, draft)
+    data.update(
+        context_length=req.context_length,
+        batch_size=req.batch_size,
+        kv_dtype=kv_dtype.id,
+        acceptance_rate=req.acceptance_rate,
+        draft_k=req.draft_k if draft else None,
+        speedup_model=req.speedup_model,
+    )
     if draft is None:
         data.update(
             latency_ratio=None,
@@ -216,52 +237,26 @@ def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
             break_even_acceptance_rate=None,
             crossover_batch_size=None,
         )
-        speedup = 1.0
     else:
-        speed = deployment_speed(
-            target,
-            draft,
-            engine,
-            req.context_length,
-            req.batch_size,
-            req.acceptance_rate,
-            req.draft_k,
-            req.speedup_model,
-            req.latency_ratio,
-        )
-        gamma = float(speed.latency_ratio)
-        speedup = float(speed.speedup)
-        best_k, best_s = _optimal_k(target, draft, gpu, engine, req, gamma)
-        break_even = float(
-            alpha_for_speedup(1.0, req.draft_k, speed.step_cost, req.speedup_model, gamma)
-        )
-        data.update(
-            latency_ratio=gamma,
-            latency_ratio_source="given" if req.latency_ratio is not None else "roofline",
-            expected_tokens_per_step=float(expected_tokens(req.acceptance_rate, req.draft_k)),
-            speedup=speedup,
-            optimal_k=best_k,
-            speedup_at_optimal_k=best_s,
-            break_even_acceptance_rate=None if math.isnan(break_even) else break_even,
-            crossover_batch_size=_crossover_batch(target, draft, engine, req),
-        )
+        data.update(_speed_json(req, gpu, engine, target, draft))
+    # decode throughput of the whole deployment at this batch, and per-sequence latency
+    baseline_s = float(
+        step_time_s(target.numbers.cost, engine, req.batch_size, 1, req.context_length)
+    )
+    baseline_tps = req.batch_size / baseline_s
+    price = req.price_usd_per_hour if req.price_usd_per_hour is not None else gpu.price_usd_per_hour
+    spec_tps = baseline_tps * data["speedup"]
+    notes = _notes(req, catalog, target, draft, gpu)
     data.update(
         baseline_tokens_per_s=baseline_tps,
-        speculative_tokens_per_s=baseline_tps * speedup,
-        baseline_ms_per_token=baseline_t * 1e3,
-        speculative_ms_per_token=baseline_t * 1e3 / speedup,
+        speculative_tokens_per_s=spec_tps,
+        baseline_ms_per_token=baseline_s * 1e3,
+        speculative_ms_per_token=baseline_s * 1e3 / data["speedup"],
         price_usd_per_hour=price,
-        usd_per_mtok=(
-            price * req.tp / 3600.0 / (baseline_tps * speedup) * 1e6 if price is not None else None
-        ),
+        usd_per_mtok=None if price is None else price * req.tp / 3600.0 / spec_tps * 1e6,
         notes=notes,
     )
     return SpecReport(data=data, gpu=gpu, notes=notes)
-
-
-def deployment_speed_baseline(target: Side, engine: Engine, req: SpecRequest) -> float:
-    """Plain decoding: one target step per token."""
-    return float(step_time_s(target.cost, engine, req.batch_size, 1, req.context_length))
 
 
 def _notes(

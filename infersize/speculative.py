@@ -75,9 +75,9 @@ def lambert_wm1_of_log(log_minus_z: ArrayLike, iterations: int = 40) -> FloatArr
 
 
 def optimal_k_leviathan(
-    alpha: ArrayLike, latency_ratio: ArrayLike, k_max: ArrayLike = 16
+    alpha: ArrayLike, latency_ratio: ArrayLike, k_max: ArrayLike = 16, k_min: ArrayLike = 1
 ) -> NDArray[np.int64]:
-    """Integer K in [1, k_max] maximising Theorem 3.8's speedup.
+    """Integer K in [k_min, k_max] maximising Theorem 3.8's speedup.
 
     Continuous optimum from dS/dK = 0: K* = (1 + W₋₁(z)) / ln α − 1/c, z = −α^((1−c)/c) / e
     (../shared/reference/measurements.md, "Optimal K under Theorem 3.8"); S is unimodal in K,
@@ -85,6 +85,7 @@ def optimal_k_leviathan(
     alpha = np.asarray(alpha, dtype=np.float64)
     gamma = np.asarray(latency_ratio, dtype=np.float64)
     k_max = np.asarray(k_max, dtype=np.float64)
+    k_min = np.minimum(np.asarray(k_min, dtype=np.float64), k_max)
     c = 1.0 / gamma
     interior = (alpha > 0.0) & (alpha < 1.0) & (c < 1.0)
     a = np.where(interior, alpha, 0.5)
@@ -94,8 +95,8 @@ def optimal_k_leviathan(
     k_star = (1.0 + lambert_wm1_of_log(t)) / log_alpha - 1.0 / cc
     # α = 1 (every token accepted): S grows with K; α = 0 or c ≥ 1: K = 1 is best.
     k_star = np.where(interior, k_star, np.where(alpha >= 1.0, k_max, 1.0))
-    low = np.clip(np.floor(k_star), 1.0, k_max)
-    high = np.clip(np.ceil(k_star), 1.0, k_max)
+    low = np.clip(np.floor(k_star), k_min, k_max)
+    high = np.clip(np.ceil(k_star), k_min, k_max)
     better_high = speedup_leviathan(alpha, high, gamma) > speedup_leviathan(alpha, low, gamma)
     return np.where(better_high, high, low).astype(np.int64)
 

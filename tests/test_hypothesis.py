@@ -73,10 +73,27 @@ def test_memory_non_decreasing_in_context_and_batch(model, fmt, engine, c1, c2, 
     )
     eng = get_engine(engine)
     (c_lo, c_hi), (b_lo, b_hi) = sorted((c1, c2)), sorted((b1, b2))
-    small = deployment_memory(side, side, gpu, eng, c_lo, b_lo, k).combined
-    assert small <= deployment_memory(side, side, gpu, eng, c_hi, b_lo, k).combined
-    assert small <= deployment_memory(side, side, gpu, eng, c_lo, b_hi, k).combined
-    assert small <= deployment_memory(side, side, gpu, eng, c_lo, b_lo, k + 1).combined
+    small = deployment_memory(
+        side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_lo, k
+    ).combined
+    assert (
+        small
+        <= deployment_memory(
+            side.numbers, side.numbers, gpu.memory_bytes, eng, c_hi, b_lo, k
+        ).combined
+    )
+    assert (
+        small
+        <= deployment_memory(
+            side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_hi, k
+        ).combined
+    )
+    assert (
+        small
+        <= deployment_memory(
+            side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_lo, k + 1
+        ).combined
+    )
 
 
 @given(st.sampled_from(MODEL_IDS), st.sampled_from(FORMATS), st.sampled_from(FORMATS))

@@ -80,14 +80,15 @@ def test_vllm_kv_pool_for_llama_3_8b_on_a100(catalog, vllm):
     side = prepare_side(
         catalog.model("llama-3.1-8b"), catalog.weight_format("bf16"), catalog.kv_dtype("bf16"), a100
     )
-    memory = deployment_memory(side, None, a100, vllm, 8192, 1, 0)
+    memory = deployment_memory(side.numbers, None, a100.memory_bytes, vllm, 8192, 1, 0)
     assert memory.kv_pool / mem.GIB == pytest.approx(55.11, rel=0.03)
     # the pool does not depend on max_model_len; tokens = pool / 131,072 B
-    assert memory.kv_pool_tokens == pytest.approx(memory.kv_pool / 131_072, rel=1e-9)
+    tokens = memory.max_concurrent_sequences * 8192
+    assert tokens == pytest.approx(memory.kv_pool / 131_072, rel=1e-9)
 
 
 def test_verdict_thresholds():
-    assert list(mem.verdict([0.5, 0.9, 0.95, 1.0, 1.01], 1.0)) == [
+    assert list(mem.verdict([0.5, 0.9, 0.95, 1.0, 1.01])) == [
         "safe",
         "safe",
         "tight",
@@ -98,7 +99,8 @@ def test_verdict_thresholds():
 
 def test_workspace_grows_with_k_and_batch(catalog):
     model = catalog.model("qwen2.5-7b")
-    ws = mem.workspace_bytes(model, np.array([1, 8]), np.array([5, 5]), np.array([5, 40]))
+    act = mem.activation_bytes_per_token(model)
+    ws = mem.workspace_bytes(model.vocab_size, act, np.array([1, 8]), 5, np.array([5, 40]))
     assert ws[1] > ws[0]
     # fp32 logits of 8 · 5 positions over a 152,064 vocabulary dominate at batch 8
     assert ws[1] >= 8 * 5 * 152_064 * 4
@@ -109,7 +111,7 @@ def test_draft_none_holds_only_the_target(catalog, plain):
     target = prepare_side(
         catalog.model("qwen2.5-7b"), catalog.weight_format("fp16"), catalog.kv_dtype("fp16"), gpu
     )
-    alone = deployment_memory(target, None, gpu, plain, 4096, 1, 4)
+    alone = deployment_memory(target.numbers, None, gpu.memory_bytes, plain, 4096, 1, 4)
     assert alone.draft_kv == 0 and alone.draft_workspace == 0
     assert (
         alone.target_kv
