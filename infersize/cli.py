@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
+from infersize.cli_sweep import best, sweep_app
 from infersize.errors import InfersizeError
 
 
@@ -73,6 +74,8 @@ models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
 gpus_app = typer.Typer(help="The GPU catalog.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(gpus_app, name="gpus")
+app.add_typer(sweep_app, name="sweep")
+app.command("best")(best)
 
 CatalogOption = typer.Option(
     None,
@@ -174,11 +177,9 @@ def spec(
     if as_json:
         _print_json(report.data)
         return
-    from rich.console import Console
+    from infersize.report import console, render_spec
 
-    from infersize.report import render_spec
-
-    render_spec(Console(), report.data, units.lower())
+    render_spec(console(), report.data, units.lower())
 
 
 def _model_json(model) -> dict[str, Any]:
@@ -200,12 +201,10 @@ def models_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption)
     if as_json:
         _print_json(rows)
         return
-    from rich.console import Console
-
-    from infersize.report import render_table
+    from infersize.report import console, render_table
 
     render_table(
-        Console(),
+        console(),
         f"{len(rows)} models",
         ["id", "family", "tokenizer", "params (B)", "layers", "context"],
         [
@@ -251,12 +250,10 @@ def gpus_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption) -
     if as_json:
         _print_json(rows)
         return
-    from rich.console import Console
-
-    from infersize.report import render_table
+    from infersize.report import console, render_table
 
     render_table(
-        Console(),
+        console(),
         f"{len(rows)} GPUs",
         ["id", "name", "GiB", "GB/s", "fp16 TFLOPS", "fp8 TFLOPS", "$/h"],
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich import box
@@ -175,10 +176,16 @@ def _render_next(console: Console, d: dict[str, Any]) -> None:
         console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
 
 
+def console(stderr: bool = False, quiet: bool = False) -> Console:
+    """A console that does not crop tables when output goes to a file or pipe."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, quiet=quiet, width=None if stream.isatty() else 160)
+
+
 def render_table(console: Console, title: str, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     for col in columns:
-        text_column = col in ("id", "name", "family", "hf_repo", "tokenizer", "aliases")
+        text_column = col in ("id", "name", "family", "tokenizer", "gpu", "target", "draft", "axis")
         table.add_column(
             col,
             justify="left" if text_column else "right",

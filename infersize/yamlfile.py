@@ -72,6 +72,10 @@ def read_yaml(path: Path, error: type[InfersizeError] = CatalogError) -> YamlDoc
     return YamlDocument(Path(path), text, data)
 
 
+def _is_union_tag(part: str) -> bool:
+    return part[:1].isupper() or "[" in part or part in ("str", "int", "float", "bool")
+
+
 def describe_validation_error(
     doc: YamlDocument, exc: ValidationError, loc_prefix: tuple[int | str, ...] = ()
 ) -> str:
@@ -79,7 +83,8 @@ def describe_validation_error(
     first: a misspelt key is the cause of the 'missing' error on the key it meant."""
     errors = exc.errors()
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = loc_prefix + tuple(err["loc"])
+    # drop the union-member tags pydantic adds ('list[int]', 'Range'): they are not YAML keys
+    loc = loc_prefix + tuple(p for p in err["loc"] if isinstance(p, int) or not _is_union_tag(p))
     line = doc.line_of(loc)
     key = ".".join(str(p) for p in loc) or "(top level)"
     msg = err["msg"]

@@ -1,0 +1,125 @@
+"""Sweep YAML schema (strict: unknown keys are errors naming the file, line and key).
+
+Axes are lists or ranges. A range is inclusive: {start: 0.5, stop: 0.9, step: 0.1} or, for
+sizes, {start: 1, stop: 256, factor: 2}. Field names avoid pydantic's `model_` prefix.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from infersize.errors import InfersizeError
+from infersize.yamlfile import YamlDocument, read_yaml, validate
+
+
+class SweepConfigError(InfersizeError):
+    """A sweep file that is missing, malformed or fails the schema."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Range(_Strict):
+    """Inclusive range: arithmetic with `step` or geometric with `factor`."""
+
+    start: float
+    stop: float
+    step: float | None = Field(default=None, gt=0)
+    factor: float | None = Field(default=None, gt=1)
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> Range:
+        if (self.step is None) == (self.factor is None):
+            raise ValueError("a range needs exactly one of step or factor")
+        if self.stop < self.start:
+            raise ValueError("range stop is below its start")
+        if self.factor is not None and self.start <= 0:
+            raise ValueError("a geometric range needs start > 0")
+        if self.values().size > 100_000:
+            raise ValueError("range has more than 100,000 values")
+        return self
+
+    def values(self) -> np.ndarray:
+        if self.step is not None:
+            n = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+            return np.round(self.start + self.step * np.arange(n), 10)
+        n = math.floor(math.log(self.stop / self.start) / math.log(self.factor) + 1e-9) + 1
+        return np.round(self.start * self.factor ** np.arange(min(n, 100_001)), 10)
+
+
+FloatAxis = Annotated[list[float], Field(min_length=1)] | Range
+IntAxis = Annotated[list[int], Field(min_length=1)] | Range
+
+
+class GpuEntry(_Strict):
+    name: str
+    tp: list[int] = Field(default=[1], min_length=1)
+    price_usd_per_hour: float | None = Field(default=None, ge=0)
+
+    @field_validator("tp")
+    @classmethod
+    def _tp_positive(cls, tp: list[int]) -> list[int]:
+        if any(t < 1 for t in tp):
+            raise ValueError("tp sizes must be >= 1")
+        return tp
+
+
+class PairEntry(_Strict):
+    target: str
+    draft: str
+    acceptance_rates: FloatAxis | None = None
+
+
+class OutputConfig(_Strict):
+    dir: str | None = None
+    cells: bool = False  # the per-cell table (every K); large
+    formats: list[Literal["parquet", "csv"]] = Field(default=["parquet", "csv"], min_length=1)
+    best_top_n: int = Field(default=3, ge=1, le=100)
+
+
+class SweepConfig(_Strict):
+    name: str = "sweep"
+    targets: list[str] = []
+    drafts: list[str] = []
+    pairs: list[PairEntry] = []
+    target_quants: list[str] = Field(default=["bf16"], min_length=1)
+    draft_quants: list[str] = Field(default=["bf16"], min_length=1)
+    kv_dtypes: list[str] = Field(default=["fp16"], min_length=1)
+    gpus: list[str | GpuEntry] = Field(min_length=1)
+    context_lengths: IntAxis
+    batch_sizes: IntAxis = [1]
+    acceptance_rates: FloatAxis
+    draft_k: IntAxis = Range(start=1, stop=8, step=1)
+    speedup_model: Literal["leviathan", "roofline", "linear"] = "leviathan"
+    engine: Literal["plain", "vllm"] = "plain"
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    overhead_gib: float | None = Field(default=None, ge=0)
+    memory_headroom: float = Field(default=0.0, ge=0, lt=1)
+    allow_cross_tokenizer: bool = False
+    max_cells: int = Field(default=100_000_000, ge=1)
+    chunk_cells: int = Field(default=1_000_000, ge=1_000)
+    catalog: list[str] = []
+    output: OutputConfig = OutputConfig()
+
+    @model_validator(mode="after")
+    def _pairs_or_lists(self) -> SweepConfig:
+        if not self.pairs and not (self.targets and self.drafts):
+            raise ValueError("give targets and drafts, or explicit pairs")
+        return self
+
+
+def axis_values(axis: FloatAxis | IntAxis) -> np.ndarray:
+    return axis.values() if isinstance(axis, Range) else np.asarray(axis, dtype=np.float64)
+
+
+def load_sweep(path: Path) -> tuple[SweepConfig, YamlDocument]:
+    doc = read_yaml(path, SweepConfigError)
+    if not isinstance(doc.data, dict):
+        raise SweepConfigError(f"{path}: expected a mapping of sweep keys at the top level")
+    return validate(doc, SweepConfig, doc.data, error=SweepConfigError), doc

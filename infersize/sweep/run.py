@@ -1,0 +1,219 @@
+"""Running a plan: chunks in parallel through joblib, each written as Parquet parts, then merged
+into the final tables by polars, all writes atomic (temp name, then rename).
+
+Layout of an output folder:
+  frontier.parquet/.csv, best_pairs.parquet/.csv   the tables (sorted, no timestamps inside)
+  cells/gpu=<id>/part-NNNNNN.parquet               optional per-cell dataset (hive partitioned)
+  manifest.json, sweep.resolved.yaml               what ran, hashes, counts, timings
+  .parts/                                          finished chunks; kept until the merge, so
+                                                   `--resume` redoes only unfinished ones
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infersize import __version__
+from infersize.errors import InfersizeError
+from infersize.sweep.plan import Plan
+from infersize.sweep.score import ChunkTask, score
+
+TABLES = ("frontier", "best_pairs")
+PARTS = ".parts"
+
+
+class OutputError(InfersizeError):
+    """The output folder cannot be used (unwritable, or holds another sweep's unfinished run)."""
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    index: int
+    cells: int
+    seconds: float
+    rows: dict[str, int]
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    tmp.replace(path)
+
+
+def _atomic_parquet(table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(path)
+
+
+def run_chunk(task: ChunkTask, out_dir: str) -> ChunkDone:
+    """Worker entry point: score a chunk, write its parts, then its done-marker (last)."""
+    import pyarrow as pa
+
+    from infersize.sweep.tables import best_table, cells_tables, frontier_table
+
+    pa.set_cpu_count(1)  # one worker per core: no nested thread pools
+    start = time.perf_counter()
+    scored = score(task)
+    parts = Path(out_dir) / PARTS
+    name = f"part-{task.index:06d}.parquet"
+    tables = {"frontier": frontier_table(task, scored), "best_pairs": best_table(task, scored)}
+    for table_name, table in tables.items():
+        _atomic_parquet(table, parts / table_name / name)
+    if task.with_cells:
+        for gpu, table in cells_tables(task, scored).items():
+            folder = Path(out_dir) / "cells" / f"gpu={gpu}"
+            folder.mkdir(parents=True, exist_ok=True)
+            _atomic_parquet(table, folder / name)
+    n_cells = scored.setting.size * len(task.ks)
+    done = ChunkDone(
+        task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
+    )
+    atomic_write(parts / "done" / f"{task.index:06d}.json", json.dumps(asdict(done)))
+    return done
+
+
+def _tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
+    return [
+        ChunkTask(
+            index=chunk.index,
+            settings=plan.settings[slice(*chunk.settings)],
+            contexts=plan.contexts[slice(*chunk.contexts)],
+            batches=plan.batches[slice(*chunk.batches)],
+            alphas=plan.alphas,
+            ks=plan.ks,
+            speedup_model=plan.speedup_model,
+            engine=plan.engine,
+            gpu_memory_utilization=plan.gpu_memory_utilization,
+            overhead_gib=plan.overhead_gib,
+            memory_headroom=plan.memory_headroom,
+            catalog_files=plan.catalog_files,
+            best_top_n=best_top_n,
+            with_cells=with_cells,
+        )
+        for chunk in plan.chunks
+    ]
+
+
+def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
+    """Make the folder ready; return the chunks already finished (on --resume)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"{out_dir}: cannot write there ({exc.strerror})") from None
+    parts = out_dir / PARTS
+    state = parts / "plan.json"
+    if resume and state.exists():
+        if json.loads(state.read_text()).get("config_hash") != plan_hash:
+            raise OutputError(
+                f"{out_dir}: the unfinished run there is of another sweep or "
+                "config; run without --resume to start over"
+            )
+        return {int(p.stem) for p in (parts / "done").glob("*.json")}
+    shutil.rmtree(parts, ignore_errors=True)
+    shutil.rmtree(out_dir / "cells", ignore_errors=True)
+    for sub in (*TABLES, "done"):
+        (parts / sub).mkdir(parents=True, exist_ok=True)
+    atomic_write(state, json.dumps({"config_hash": plan_hash}))
+    return set()
+
+
+def _execute(
+    tasks: list[ChunkTask], out_dir: Path, jobs: int, backend: str, scheduler: str | None
+) -> Iterator[ChunkDone]:
+    from joblib import Parallel, delayed, parallel_config
+
+    if not tasks:
+        return iter(())
+    if backend == "dask":
+        from infersize.sweep.cluster import dask_backend
+
+        context = dask_backend(scheduler)
+    else:
+        context = parallel_config(backend="loky", n_jobs=jobs, inner_max_num_threads=1)
+    with context:
+        runner = Parallel(n_jobs=jobs if backend != "dask" else -1, return_as="generator_unordered")
+        yield from runner(delayed(run_chunk)(task, str(out_dir)) for task in tasks)
+
+
+def merge_tables(out_dir: Path, n_chunks: int, formats: list[str]) -> dict[str, int]:
+    """Concatenate the parts in chunk order (the sorted order) into the final tables."""
+    import polars as pl
+
+    rows = {}
+    for name in TABLES:
+        files = [str(out_dir / PARTS / name / f"part-{i:06d}.parquet") for i in range(n_chunks)]
+        frame = pl.scan_parquet(files)
+        if "parquet" in formats:
+            tmp = out_dir / f".{name}.parquet.tmp-{os.getpid()}"
+            frame.sink_parquet(tmp, compression="zstd", statistics=True)
+            tmp.replace(out_dir / f"{name}.parquet")
+        if "csv" in formats:
+            tmp = out_dir / f".{name}.csv.tmp-{os.getpid()}"
+            frame.sink_csv(tmp)
+            tmp.replace(out_dir / f"{name}.csv")
+        rows[name] = frame.select(pl.len()).collect().item()
+    return rows
+
+
+def run_sweep(
+    plan: Plan,
+    out_dir: Path,
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    resume: bool = False,
+    with_cells: bool = False,
+    best_top_n: int = 3,
+    formats: tuple[str, ...] = ("parquet", "csv"),
+    on_chunk: Callable[[ChunkDone], None] | None = None,
+) -> dict[str, Any]:
+    start = time.perf_counter()
+    plan_hash = plan.config_hash()
+    done = prepare_output(out_dir, plan_hash, resume)
+    resolved = {
+        **plan.resolved(),
+        "outputs": {"cells": with_cells, "best_top_n": best_top_n, "formats": list(formats)},
+    }
+    atomic_write(out_dir / "sweep.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
+    tasks = [t for t in _tasks(plan, best_top_n, with_cells) if t.index not in done]
+    score_start = time.perf_counter()
+    for finished in _execute(tasks, out_dir, jobs, backend, scheduler):
+        if on_chunk:
+            on_chunk(finished)
+    score_s = time.perf_counter() - score_start
+    rows = merge_tables(out_dir, len(plan.chunks), list(formats))
+    total_s = time.perf_counter() - start
+    manifest = {
+        "name": plan.name,
+        "infersize_version": __version__,
+        "config_hash": plan_hash,
+        "catalog_hash": plan.catalog_hash(),
+        "cells": plan.total_cells,
+        "chunks": len(plan.chunks),
+        "chunks_resumed": len(done),
+        "rows": rows,
+        "jobs": jobs,
+        "backend": backend,
+        "seconds": {"scoring": round(score_s, 3), "total": round(total_s, 3)},
+        "cells_per_s": round(plan.total_cells / total_s),
+        "resolved_config": "sweep.resolved.yaml",
+    }
+    atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2))
+    shutil.rmtree(out_dir / PARTS, ignore_errors=True)
+    return manifest
