@@ -114,6 +114,9 @@ def _progress(err, n_chunks: int, n_cells: int):
 
     @contextmanager
     def bar():
+        if not err.is_terminal or err.quiet:  # logs and pipes get the summary only
+            yield lambda _done: None
+            return
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),

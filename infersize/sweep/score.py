@@ -46,6 +46,7 @@ class Scored:
     columns: dict[str, NDArray]  # numeric columns, one value per row
     setting: NDArray[np.int64]  # row → index into task.settings
     valid: NDArray[np.bool_]  # the α applies to the setting's pair and some K fits
+    scenario: NDArray[np.int64]  # position of the row's α in its pair's own α list
     cells: dict[str, NDArray] | None  # per (setting, context, batch, α, K), when asked
 
 
@@ -134,15 +135,26 @@ def score(task: ChunkTask) -> Scored:
         "ms_per_token": t_target * 1e3 / speedup,
         "usd_per_mtok": price * tp / 3600.0 / tokens_per_s * 1e6,
     }
-    applies = np.ones((n_s, 1, 1, len(task.alphas)), dtype=bool)
-    for i, s in enumerate(task.settings):
-        if s.alphas is not None:
-            applies[i, 0, 0] = np.isin(task.alphas, s.alphas)
+    scenario = acceptance_scenarios(task)
+    applies = scenario >= 0
     valid = applies & choice.fits
     rows = {name: np.broadcast_to(v, shape).ravel() for name, v in columns.items()}
     cells = _cells(task, choice, applies, shape) if task.with_cells else None
     setting = np.broadcast_to(np.arange(n_s).reshape(n_s, 1, 1, 1), shape).ravel()
-    return Scored(rows, setting, valid.ravel(), cells)
+    scenario = np.broadcast_to(scenario, shape).ravel()
+    return Scored(rows, setting, valid.ravel(), scenario, cells)
+
+
+def acceptance_scenarios(task: ChunkTask) -> NDArray[np.int64]:
+    """(S, 1, 1, A): for each setting, the position of each swept α in that pair's own α list
+    (-1 where it does not apply). Pairs with their own acceptance rates (a better draft accepts
+    more) are compared scenario by scenario: the i-th α of each pair."""
+    scenario = np.tile(np.arange(len(task.alphas)), (len(task.settings), 1))
+    for i, s in enumerate(task.settings):
+        if s.alphas is not None:
+            own = {a: j for j, a in enumerate(s.alphas)}
+            scenario[i] = [own.get(a, -1) for a in task.alphas]
+    return scenario.reshape(len(task.settings), 1, 1, -1)
 
 
 def _cells(task: ChunkTask, choice, applies: NDArray, shape: tuple[int, ...]) -> dict[str, NDArray]:

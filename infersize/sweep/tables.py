@@ -66,6 +66,7 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
         "context_length": pa.array(contexts[c].astype(np.int64)),
         "batch_size": pa.array(batches[b].astype(np.int64)),
         "acceptance_rate": pa.array(alphas[a]),
+        "acceptance_scenario": pa.array(scored.scenario[rows]),
         "optimal_k": pa.array(scored.columns["optimal_k"][rows].astype(np.int64)),
     }
     for name, values in scored.columns.items():
@@ -85,13 +86,14 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
 
 
 def _groups(task: ChunkTask, scored: Scored, inner: list[tuple] | None = None) -> NDArray[np.int64]:
-    """Dense group id per row, ordered by (gpu, target, context, batch, α[, inner key]): the
+    """Dense group id per row, ordered by (gpu, target, context, batch, acceptance scenario
+    [, inner key]) (the scenario is the α's position: the α itself unless pairs have their own): the
     order of the final tables, which chunk boundaries (whole (gpu, target) groups, then context
     and batch blocks) preserve when the parts are concatenated."""
     shape = (len(task.settings), len(task.contexts), len(task.batches), len(task.alphas))
-    _, c, b, a = np.unravel_index(np.arange(scored.setting.size), shape)
+    _, c, b, _ = np.unravel_index(np.arange(scored.setting.size), shape)
     outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
-    group = ((outer * shape[1] + c) * shape[2] + b) * shape[3] + a
+    group = ((outer * shape[1] + c) * shape[2] + b) * shape[3] + np.maximum(scored.scenario, 0)
     if inner is None:
         return group
     inner_codes = codes(inner)

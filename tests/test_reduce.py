@@ -1,0 +1,52 @@
+"""Frontier and top-N reductions against brute force (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infersize.sweep.reduce import codes, pareto_front, top_n
+
+rows = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.sampled_from([1.0, 2.0, 2.5, 4.0, 8.0]),
+        st.sampled_from([0.8, 1.0, 1.5, 2.0, 3.0]),
+    ),
+    max_size=60,
+)
+
+
+@given(rows)
+def test_pareto_front_equals_brute_force(data):
+    group = np.array([r[0] for r in data], dtype=np.int64)
+    memory = np.array([r[1] for r in data])
+    speed = np.array([r[2] for r in data])
+    kept = set(pareto_front(group, memory, speed, np.arange(len(data))).tolist())
+    for i in range(len(data)):
+        dominated = any(
+            group[j] == group[i]
+            and memory[j] <= memory[i]
+            and speed[j] >= speed[i]
+            and (memory[j] < memory[i] or speed[j] > speed[i] or j < i)
+            for j in range(len(data))
+            if j != i
+        )
+        assert (i in kept) == (not dominated), (i, data)
+
+
+@given(rows, st.integers(1, 4))
+def test_top_n_keeps_the_best_n_per_group(data, n):
+    group = np.array([r[0] for r in data], dtype=np.int64)
+    speed = np.array([r[2] for r in data])
+    picked, rank = top_n(group, (-speed, np.arange(len(data))), n)
+    for g in set(group.tolist()):
+        members = sorted(np.flatnonzero(group == g), key=lambda i: (-speed[i], i))
+        chosen = [i for i, r in zip(picked, rank, strict=True) if group[i] == g]
+        assert chosen == members[:n]
+    assert all(1 <= r <= n for r in rank)
+
+
+def test_codes_sort_like_the_keys():
+    assert codes([("b", 2), ("a", 9), ("b", 1), ("a", 9)]).tolist() == [2, 0, 1, 0]

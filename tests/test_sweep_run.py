@@ -1,0 +1,259 @@
+"""Running sweeps: tables read back with pyarrow, the reductions checked against brute force,
+determinism across --jobs, and an interrupted (SIGKILL) run resumed to the same bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from infersize.cli import app
+from infersize.sweep.config import load_sweep
+from infersize.sweep.plan import build_plan
+from infersize.sweep.run import run_sweep
+
+SMALL = """\
+name: small
+targets: [qwen2.5-7b, qwen2.5-14b, llama-3.1-8b]
+drafts: [qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b]
+target_quants: [bf16, int4]
+draft_quants: [bf16, int4]
+kv_dtypes: [fp16, fp8]
+gpus: [l4, {name: a100-40gb, tp: [1, 2]}]
+context_lengths: [2048, 32768]
+batch_sizes: [1, 16]
+acceptance_rates: [0.5, 0.7, 0.9]
+draft_k: {start: 1, stop: 10, step: 1}
+speedup_model: SPEEDUP
+chunk_cells: 5000
+"""
+REQUIRED = ["gpu", "tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype",
+            "context_length", "batch_size", "acceptance_rate", "optimal_k", "speedup",
+            "expected_tokens_per_step", "latency_ratio", "combined_gib", "gpu_memory_gib",
+            "fits"]  # fmt: skip
+TABLE_FILES = ["frontier.parquet", "frontier.csv", "best_pairs.parquet", "best_pairs.csv"]
+SETTING = ["gpu", "tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype",
+           "context_length", "batch_size", "acceptance_rate"]  # fmt: skip
+
+
+def plan_for(tmp_path: Path, text: str):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    config, doc = load_sweep(path)
+    return build_plan(config, doc)
+
+
+@pytest.fixture(scope="module", params=["leviathan", "roofline"])
+def small_run(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(request.param)
+    plan = plan_for(tmp, SMALL.replace("SPEEDUP", request.param))
+    out = tmp / "out"
+    manifest = run_sweep(plan, out, jobs=1, with_cells=True)
+    return plan, out, manifest
+
+
+def test_tables_read_back_with_pyarrow(small_run):
+    plan, out, manifest = small_run
+    for name in ("frontier", "best_pairs"):
+        table = pq.read_table(out / f"{name}.parquet")
+        assert set(REQUIRED) <= set(table.column_names)
+        assert table.num_rows == manifest["rows"][name] > 0
+        csv = pl.read_csv(out / f"{name}.csv")
+        assert csv.height == table.num_rows
+    assert "rank" in pq.read_table(out / "best_pairs.parquet").column_names
+    assert not (out / ".parts").exists()
+    assert json.loads((out / "manifest.json").read_text())["cells"] == plan.total_cells
+    assert (out / "sweep.resolved.yaml").is_file()
+
+
+def test_cells_dataset_is_hive_partitioned_by_gpu(small_run):
+    plan, out, _ = small_run
+    dataset = ds.dataset(out / "cells", format="parquet", partitioning="hive")
+    assert "gpu" in dataset.schema.names
+    assert dataset.count_rows() == plan.total_cells
+    gpus = set(dataset.to_table(columns=["gpu"]).column("gpu").to_pylist())
+    assert gpus == {"l4", "a100-40gb-sxm"}
+
+
+def test_best_k_equals_brute_force_over_fitting_k(small_run):
+    _, out, _ = small_run
+    cells = pl.from_arrow(
+        ds.dataset(out / "cells", format="parquet", partitioning="hive").to_table()
+    ).with_columns(pl.col("gpu").cast(pl.String))
+    brute = (
+        cells.filter(pl.col("fits"))
+        .group_by(SETTING)
+        .agg(
+            pl.col("speedup").max().alias("brute_speedup"),
+            pl.col("draft_k").sort_by("speedup").last().alias("brute_k"),
+        )
+    )
+    best = pl.read_parquet(out / "best_pairs.parquet").join(brute, on=SETTING, how="left")
+    assert best.height > 0 and best["brute_speedup"].null_count() == 0
+    assert np.allclose(best["speedup"], best["brute_speedup"], rtol=1e-12)
+    same_k = best.filter(pl.col("optimal_k") != pl.col("brute_k"))
+    assert np.allclose(same_k["speedup"], same_k["brute_speedup"], rtol=1e-12)  # only exact ties
+
+
+def test_no_best_pair_exceeds_the_memory_limit(small_run):
+    _, out, _ = small_run
+    best = pl.read_parquet(out / "best_pairs.parquet")
+    assert best["fits"].all()
+    assert (best["combined_gib"] <= best["gpu_memory_gib"]).all()
+    # an OOM case exists in this grid (14B bf16 with 32k context on a 24 GB L4), so the
+    # filter is doing work
+    cells = ds.dataset(out / "cells", format="parquet", partitioning="hive").to_table(
+        columns=["fits"]
+    )
+    assert not all(cells.column("fits").to_pylist())
+
+
+def test_best_pairs_are_ranked_by_tokens_per_s(small_run):
+    _, out, _ = small_run
+    best = pl.read_parquet(out / "best_pairs.parquet")
+    groups = ["gpu", "target", "context_length", "batch_size", "acceptance_rate"]
+    for _, group in best.group_by(groups):
+        group = group.sort("rank")
+        assert group["rank"].to_list() == list(range(1, group.height + 1))
+        assert (group["tokens_per_s"].diff().drop_nulls() <= 1e-9).all()
+
+
+def test_no_frontier_row_is_dominated(small_run):
+    _, out, _ = small_run
+    front = pl.read_parquet(out / "frontier.parquet")
+    groups = [
+        "gpu",
+        "tp",
+        "target",
+        "target_quant",
+        "kv_dtype",
+        "context_length",
+        "batch_size",
+        "acceptance_rate",
+    ]
+    pairs = front.join(front, on=groups, suffix="_other")
+    dominated = pairs.filter(
+        (pl.col("combined_gib_other") <= pl.col("combined_gib"))
+        & (pl.col("speedup_other") >= pl.col("speedup"))
+        & (
+            (pl.col("combined_gib_other") < pl.col("combined_gib"))
+            | (pl.col("speedup_other") > pl.col("speedup"))
+        )
+    )
+    assert dominated.height == 0
+    # with one α for every draft the smallest, fastest draft dominates: fronts of one row
+    assert front.height == front.select(groups).unique().height
+
+
+def test_jobs_1_and_2_give_byte_identical_tables(tmp_path):
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    run_sweep(plan, tmp_path / "one", jobs=1)
+    run_sweep(plan, tmp_path / "two", jobs=2)
+    for name in TABLE_FILES:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_resume_with_another_config_is_refused(tmp_path):
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    out = tmp_path / "out"
+    (out / ".parts").mkdir(parents=True)
+    (out / ".parts" / "plan.json").write_text(json.dumps({"config_hash": "something else"}))
+    with pytest.raises(Exception, match="another sweep or config; run without --resume"):
+        run_sweep(plan, out, resume=True)
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """The installed command in its own process group (so SIGKILL reaches its workers too);
+    stderr goes to tmp_path/stderr.log."""
+    exe = shutil.which("infersize")
+    cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
+    with (tmp_path / "stderr.log").open("a") as log:
+        return subprocess.Popen(
+            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
+
+
+BIG = (
+    SMALL.replace("SPEEDUP", "roofline")
+    .replace(
+        "context_lengths: [2048, 32768]", "context_lengths: [1024, 2048, 4096, 8192, 16384, 32768]"
+    )
+    .replace("chunk_cells: 5000", "chunk_cells: 2000")
+)
+
+
+def test_sigkill_then_resume_gives_the_same_tables(tmp_path):
+    sweep = tmp_path / "big.yaml"
+    sweep.write_text(BIG)
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    done = _cli(tmp_path, "sweep", "run", str(sweep), "--out", str(whole), "--jobs", "2", "-q")
+    assert done.wait(timeout=300) == 0, (tmp_path / "stderr.log").read_text()
+    n_chunks = json.loads((whole / "manifest.json").read_text())["chunks"]
+    proc = _cli(tmp_path, "sweep", "run", str(sweep), "--out", str(broken), "--jobs", "2", "-q")
+    markers = broken / ".parts" / "done"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        finished = len(list(markers.glob("*.json"))) if markers.is_dir() else 0
+        if finished >= 3:
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    survived = len(list(markers.glob("*.json")))
+    assert 3 <= survived < n_chunks
+    assert not (broken / "manifest.json").exists()
+    resumed = _cli(
+        tmp_path, "sweep", "run", str(sweep), "--out", str(broken), "--resume", "--jobs", "2", "-q"
+    )
+    assert resumed.wait(timeout=300) == 0, (tmp_path / "stderr.log").read_text()
+    manifest = json.loads((broken / "manifest.json").read_text())
+    assert manifest["chunks_resumed"] >= survived
+    for name in TABLE_FILES:
+        assert (whole / name).read_bytes() == (broken / name).read_bytes(), name
+
+
+def test_cli_run_prints_the_summary_and_the_folder(runner, tmp_path):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SMALL.replace("SPEEDUP", "leviathan"))
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip().endswith(str(out))
+    assert "Best draft pair per GPU at context 2048, batch 1, α 0.7" in result.stdout
+    best = runner.invoke(
+        app, ["best", str(out), "--gpu", "l4", "--target", "qwen2.5-7b", "--alpha", "0.9", "--json"]
+    )
+    data = json.loads(best.stdout)
+    assert data["selection"]["acceptance_rate"] == 0.9
+    assert {r["gpu"] for r in data["rows"]} == {"l4"}
+    assert all(r["rank"] == 1 for r in data["rows"])
+
+
+def test_best_errors(runner, tmp_path):
+    result = runner.invoke(app, ["best", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {tmp_path}: no best_pairs.parquet there; run 'infersize sweep run' first\n"
+    )
+
+
+def test_unwritable_output_folder(runner, tmp_path):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SMALL.replace("SPEEDUP", "leviathan"))
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(blocker / "out")])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {blocker / 'out'}: cannot write there (Not a directory)\n"
