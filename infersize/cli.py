@@ -182,6 +182,27 @@ def spec(
     render_spec(console(), report.data, units.lower())
 
 
+@app.command()
+def bench(
+    loop_cells: int = typer.Option(3000, "--loop-cells", help="Cells timed in the Python loop."),
+) -> None:
+    """Cells/s of the sweep engine against a plain-Python per-cell loop (same formulas)."""
+    if loop_cells < 1:
+        raise InfersizeError(f"--loop-cells must be at least 1, got {loop_cells}")
+    from infersize.bench import run_bench
+
+    result = run_bench(loop_cells)
+    typer.echo(
+        f"engine (numpy, chunked, with frontier/best reduction): {result.engine_cells:,} "
+        f"cells in {result.engine_s:.3f} s = {result.engine_rate:,.0f} cells/s"
+    )
+    typer.echo(
+        f"plain Python loop over the same core functions: {result.loop_cells:,} cells "
+        f"in {result.loop_s:.3f} s = {result.loop_rate:,.0f} cells/s"
+    )
+    typer.echo(f"ratio: {result.ratio:,.0f}x")
+
+
 def _model_json(model) -> dict[str, Any]:
     from infersize.params import param_counts
 

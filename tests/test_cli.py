@@ -266,3 +266,11 @@ def test_spec_start_up_imports_no_heavy_modules():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert "HEAVY []" in done.stderr, done.stderr
+
+
+def test_bench_runs_and_reports_a_ratio(runner):
+    result = run(runner, "bench", "--loop-cells", "50")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("engine (numpy, chunked, with frontier/best reduction): ")
+    assert "cells/s" in lines[1] and lines[2].startswith("ratio: ")
