@@ -183,6 +183,44 @@ def spec(
 
 
 @app.command()
+def alpha(
+    draft_k: int = typer.Option(..., "--draft-k", help="K the metric was measured at."),
+    mean_accepted_tokens: float = typer.Option(
+        None,
+        "--mean-accepted-tokens",
+        help="vLLM V1 'mean acceptance length' (τ in Spec-Bench/EAGLE), in [1, K+1].",
+    ),
+    vllm_acceptance_rate: float = typer.Option(
+        None, "--vllm-acceptance-rate", help="vLLM V1 'acceptance rate' = accepted / proposed."
+    ),
+    system_efficiency: float = typer.Option(
+        None, "--system-efficiency", help="vLLM V0 'system efficiency' = E / (K+1)."
+    ),
+    acceptance_rate: float = typer.Option(
+        None, "--acceptance-rate", help="α, to convert the other way."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Convert engine acceptance metrics to Leviathan's α (and back), given K."""
+    from infersize.acceptance import convert
+
+    data = convert(
+        draft_k, mean_accepted_tokens, vllm_acceptance_rate, system_efficiency, acceptance_rate
+    )
+    if as_json:
+        _print_json(data)
+        return
+    typer.echo(f"from {data['from']} at K={draft_k}:")
+    for key in (
+        "acceptance_rate",
+        "mean_accepted_tokens",
+        "vllm_acceptance_rate",
+        "system_efficiency",
+    ):
+        typer.echo(f"  {key + ':':<24}{data[key]:.6g}")
+
+
+@app.command()
 def bench(
     loop_cells: int = typer.Option(3000, "--loop-cells", help="Cells timed in the Python loop."),
 ) -> None:

@@ -209,3 +209,33 @@ def deployment_speed(
         speedup = speedup_leviathan(alpha, k, gamma)
         cost = 1.0 + k / gamma
     return Speed(gamma, speedup, cost, t_target, t_draft, t_verify)
+
+
+CROSSOVER_BATCHES = 2.0 ** np.arange(12)  # 1, 2, 4, ..., 2048
+
+
+def crossover_batch(
+    target: SideNumbers,
+    draft: SideNumbers,
+    engine: Engine,
+    context: ArrayLike,
+    alpha: ArrayLike,
+    k: ArrayLike,
+) -> FloatArray:
+    """Smallest batch (1, 2, 4, ... 2048) at which the roofline speedup at this α and K drops
+    below 1: verification turns compute-bound and speculation stops paying. NaN if it never
+    does within 2048. Broadcasts over the inputs; the batch ladder is a new last axis."""
+    ladder = CROSSOVER_BATCHES
+    speedup = deployment_speed(
+        target,
+        draft,
+        engine,
+        np.asarray(context)[..., None],
+        ladder,
+        np.asarray(alpha)[..., None],
+        np.asarray(k)[..., None],
+        "roofline",
+    ).speedup
+    below = speedup < 1.0
+    first = np.argmax(below, axis=-1)
+    return np.where(below.any(axis=-1), ladder[first], np.nan)

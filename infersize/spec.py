@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from infersize.catalog import Catalog, GpuSpec, KvDtype
-from infersize.deployment import Side, deployment_memory, deployment_speed, prepare_side
+from infersize.deployment import (
+    Side,
+    crossover_batch,
+    deployment_memory,
+    deployment_speed,
+    prepare_side,
+)
 from infersize.engines import Engine
 from infersize.errors import ValueRangeError
 from infersize.latency import step_time_s
@@ -19,8 +25,6 @@ from infersize.speculative import (
     alpha_for_speedup,
     expected_tokens,
 )
-
-CROSSOVER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048])
 
 
 @dataclass(frozen=True)
@@ -123,18 +127,17 @@ def _optimal_k(
 
 def _crossover_batch(target: Side, draft: Side, engine: Engine, req: SpecRequest) -> int | None:
     """Smallest batch at which the roofline speedup at the given α and K drops below 1."""
-    speed = deployment_speed(
-        target.numbers,
-        draft.numbers,
-        engine,
-        req.context_length,
-        CROSSOVER_BATCHES,
-        req.acceptance_rate,
-        req.draft_k,
-        "roofline",
+    batch = float(
+        crossover_batch(
+            target.numbers,
+            draft.numbers,
+            engine,
+            req.context_length,
+            req.acceptance_rate,
+            req.draft_k,
+        )
     )
-    below = np.flatnonzero(speed.speedup < 1.0)
-    return int(CROSSOVER_BATCHES[below[0]]) if below.size else None
+    return None if math.isnan(batch) else int(batch)
 
 
 def _resolve(req: SpecRequest, catalog: Catalog) -> tuple[GpuSpec, KvDtype, Side, Side | None]:

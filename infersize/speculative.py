@@ -143,3 +143,27 @@ def alpha_for_speedup(
         alpha = (speedup * (1.0 + (k + 1.0) / np.asarray(latency_ratio)) - 1.0) / k
         return np.where((alpha >= 0.0) & (alpha <= 1.0), alpha, np.nan)
     return alpha_for_expected_tokens(speedup * np.asarray(step_cost, dtype=np.float64), k)
+
+
+def alpha_from_vllm_acceptance_rate(rate: ArrayLike, k: ArrayLike) -> FloatArray:
+    """vLLM V1 "acceptance rate" = accepted / proposed draft tokens = (E − 1) / K under i.i.d.
+    acceptance (measurements.md), so E = 1 + rate · K, then α from E."""
+    k = np.asarray(k, dtype=np.float64)
+    return alpha_for_expected_tokens(1.0 + np.asarray(rate, dtype=np.float64) * k, k)
+
+
+def alpha_from_system_efficiency(efficiency: ArrayLike, k: ArrayLike) -> FloatArray:
+    """vLLM V0 "system efficiency" = emitted tokens / (steps · (K+1)) = E / (K+1)."""
+    k = np.asarray(k, dtype=np.float64)
+    return alpha_for_expected_tokens(np.asarray(efficiency, dtype=np.float64) * (k + 1.0), k)
+
+
+def acceptance_metrics(alpha: ArrayLike, k: ArrayLike) -> dict[str, FloatArray]:
+    """What each engine would report for acceptance rate α at K (i.i.d. acceptance)."""
+    k = np.asarray(k, dtype=np.float64)
+    e = expected_tokens(alpha, k)
+    return {
+        "mean_accepted_tokens": e,  # vLLM V1 mean acceptance length, Spec-Bench/EAGLE τ
+        "vllm_acceptance_rate": (e - 1.0) / k,
+        "system_efficiency": e / (k + 1.0),  # vLLM V0
+    }

@@ -274,3 +274,46 @@ def test_bench_runs_and_reports_a_ratio(runner):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("engine (numpy, chunked, with frontier/best reduction): ")
     assert "cells/s" in lines[1] and lines[2].startswith("ratio: ")
+
+
+def test_alpha_from_mean_acceptance_length(runner):
+    result = run(runner, "alpha", "--mean-accepted-tokens", "3.28", "--draft-k", "4", "--json")
+    data = json.loads(result.stdout)
+    a = data["acceptance_rate"]
+    assert (1 - a**5) / (1 - a) == pytest.approx(3.28, abs=1e-9)
+    assert data["vllm_acceptance_rate"] == pytest.approx(0.57)
+    back = json.loads(
+        run(runner, "alpha", "--acceptance-rate", str(a), "--draft-k", "4", "--json").stdout
+    )
+    assert back["mean_accepted_tokens"] == pytest.approx(3.28)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--mean-accepted-tokens", "7", "--draft-k", "4"],
+            "error: --mean-accepted-tokens must be in [1, 5] at this K, got 7",
+        ),
+        (
+            ["--vllm-acceptance-rate", "1.2", "--draft-k", "4"],
+            "error: --vllm-acceptance-rate must be in [0, 1] at this K, got 1.2",
+        ),
+        (
+            ["--system-efficiency", "0.1", "--draft-k", "4"],
+            "error: --system-efficiency must be in [0.2, 1] at this K, got 0.1",
+        ),
+        (
+            ["--draft-k", "4"],
+            "error: give exactly one of --mean-accepted-tokens, "
+            "--vllm-acceptance-rate, --system-efficiency, --acceptance-rate",
+        ),
+        (
+            ["--acceptance-rate", "0.5", "--draft-k", "0"],
+            "error: --draft-k must be at least 1, got 0",
+        ),
+    ],
+)
+def test_alpha_bad_input(runner, args, message):
+    result = run(runner, "alpha", *args)
+    assert (result.exit_code, result.stderr) == (2, message + "\n")

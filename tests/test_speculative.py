@@ -92,3 +92,15 @@ def test_alpha_for_expected_tokens_inverts_e():
     alpha = sd.alpha_for_expected_tokens(3.28, 4)
     assert sd.expected_tokens(alpha, 4) == pytest.approx(3.28, abs=1e-9)
     assert np.isnan(sd.alpha_for_expected_tokens(6.0, 4))  # above K+1: impossible
+
+
+def test_vllm_metric_conversions_round_trip():
+    # measurements.md definitions: vLLM V1 acceptance rate (E-1)/K, V0 efficiency E/(K+1)
+    metrics = sd.acceptance_metrics(0.8, 5)
+    assert metrics["mean_accepted_tokens"] == pytest.approx(3.68928)
+    assert sd.alpha_from_vllm_acceptance_rate(metrics["vllm_acceptance_rate"], 5) == (
+        pytest.approx(0.8, abs=1e-12)
+    )
+    assert sd.alpha_from_system_efficiency(metrics["system_efficiency"], 5) == (
+        pytest.approx(0.8, abs=1e-12)
+    )

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from infersize.catalog import load_catalog
-from infersize.deployment import Side, prepare_side, stack
+from infersize.deployment import Side, crossover_batch, prepare_side, stack
 from infersize.engines import get_engine
 from infersize.memory import GIB
 from infersize.optimize import best_k
@@ -134,6 +134,8 @@ def score(task: ChunkTask) -> Scored:
         "tokens_per_s_per_gpu": tokens_per_s / tp,
         "ms_per_token": t_target * 1e3 / speedup,
         "usd_per_mtok": price * tp / 3600.0 / tokens_per_s * 1e6,
+        # smallest batch at which speculation at this α and K stops paying (roofline)
+        "crossover_batch_size": crossover_batch(t_num, d_num, engine, context, alpha, k),
     }
     scenario = acceptance_scenarios(task)
     applies = scenario >= 0
