@@ -257,3 +257,37 @@ def test_unwritable_output_folder(runner, tmp_path):
     result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(blocker / "out")])
     assert result.exit_code == 2
     assert result.stderr == f"error: {blocker / 'out'}: cannot write there (Not a directory)\n"
+
+
+def test_a_second_run_on_the_same_folder_is_refused(runner, tmp_path):
+    from infersize.sweep.run import output_lock
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SMALL.replace("SPEEDUP", "leviathan"))
+    out = tmp_path / "o"
+    out.mkdir()
+    with output_lock(out):
+        result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {out}: another infersize sweep (pid {os.getpid()}) is "
+        "writing there; wait for it or choose another --out\n"
+    )
+    assert runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out)]).exit_code == 0
+
+
+def test_a_failed_run_leaves_the_previous_tables_intact(tmp_path, monkeypatch):
+    from infersize.sweep import run as run_module
+
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    out = tmp_path / "o"
+    run_sweep(plan, out)
+    before = {name: (out / name).read_bytes() for name in TABLE_FILES}
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run_module, "merge_tables", disk_full)
+    with pytest.raises(run_module.OutputError, match="writing failed .No space left on device"):
+        run_sweep(plan, out)
+    assert {name: (out / name).read_bytes() for name in TABLE_FILES} == before

@@ -11,11 +11,13 @@ Layout of an output folder:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -106,8 +108,7 @@ def _tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
     ]
 
 
-def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
-    """Make the folder ready; return the chunks already finished (on --resume)."""
+def ensure_writable(out_dir: Path) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / f".write-test-{os.getpid()}"
@@ -115,6 +116,35 @@ def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
         probe.unlink()
     except OSError as exc:
         raise OutputError(f"{out_dir}: cannot write there ({exc.strerror})") from None
+
+
+@contextmanager
+def output_lock(out_dir: Path) -> Iterator[None]:
+    """One run per output folder. flock is released by the kernel when the holder dies, even by
+    SIGKILL, so a killed run never leaves a stale lock behind."""
+    path = out_dir / ".infersize.lock"
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise OutputError(
+                f"{out_dir}: another infersize sweep (pid {holder}) is writing "
+                "there; wait for it or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
+    """Make the folder ready (under the lock); return the chunks already finished (--resume)."""
     parts = out_dir / PARTS
     state = parts / "plan.json"
     if resume and state.exists():
@@ -182,6 +212,34 @@ def run_sweep(
     best_top_n: int = 3,
     formats: tuple[str, ...] = ("parquet", "csv"),
     on_chunk: Callable[[ChunkDone], None] | None = None,
+) -> dict[str, Any]:
+    ensure_writable(out_dir)
+    with output_lock(out_dir):
+        return _run_locked(
+            plan,
+            out_dir,
+            jobs,
+            backend,
+            scheduler,
+            resume,
+            with_cells,
+            best_top_n,
+            formats,
+            on_chunk,
+        )
+
+
+def _run_locked(
+    plan: Plan,
+    out_dir: Path,
+    jobs: int,
+    backend: str,
+    scheduler: str | None,
+    resume: bool,
+    with_cells: bool,
+    best_top_n: int,
+    formats: tuple[str, ...],
+    on_chunk: Callable[[ChunkDone], None] | None,
 ) -> dict[str, Any]:
     start = time.perf_counter()
     plan_hash = plan.config_hash()
