@@ -215,18 +215,24 @@ def run_sweep(
 ) -> dict[str, Any]:
     ensure_writable(out_dir)
     with output_lock(out_dir):
-        return _run_locked(
-            plan,
-            out_dir,
-            jobs,
-            backend,
-            scheduler,
-            resume,
-            with_cells,
-            best_top_n,
-            formats,
-            on_chunk,
-        )
+        try:
+            return _run_locked(
+                plan,
+                out_dir,
+                jobs,
+                backend,
+                scheduler,
+                resume,
+                with_cells,
+                best_top_n,
+                formats,
+                on_chunk,
+            )
+        except OSError as exc:  # disk full, folder made read-only mid-run, ...
+            raise OutputError(
+                f"{out_dir}: writing failed ({exc.strerror or exc}); the tables already there "
+                "are untouched, and --resume continues the run"
+            ) from None
 
 
 def _run_locked(
