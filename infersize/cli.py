@@ -127,7 +127,9 @@ def spec(
     batch_size: int = typer.Option(1, "--batch-size", help="Concurrent sequences."),
     kv_dtype: str = typer.Option("fp16", "--kv-dtype", help="KV cache dtype (fp16, bf16, fp8...)."),
     tp: int = typer.Option(1, "--tp", help="Tensor-parallel GPUs for the target."),
-    engine: str = typer.Option("plain", "--engine", help="plain or vllm."),
+    engine: str = typer.Option(
+        "plain", "--engine", help="plain, vllm or llama.cpp (memory rules and latency constants)."
+    ),
     gpu_memory_utilization: float = typer.Option(
         None, "--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."
     ),

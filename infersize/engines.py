@@ -11,6 +11,12 @@ non-KV overhead 1.82 GiB on one GPU and 2.56 GiB per GPU at tensor-parallel 2.
    time: vLLM's `overhead_gib` (CUDA graphs, the other 0.65 GiB, are captured after the pool is
    sized, so nvidia-smi shows more than U · memory).
  - Tensor parallel 2 adds 2.56 − 1.82 = 0.74 GiB per GPU (NCCL buffers, custom all-reduce).
+
+Latency constants (infersize/latency.py) are fitted to the published decode measurements in
+tests/data/measurements.csv (sources there): one shared set for the CUDA-graph engines (vLLM,
+SGLang, LMDeploy, TensorRT-LLM, gpt-fast, AutoAWQ: 19 points, batch 1-64, A100/H100/L40S/4090,
+TP 1-8), minimising the worst error relative to its bound; a second set for llama.cpp (3 points),
+whose kernels are not fused into one graph per layer, so each layer costs more.
 """
 
 from __future__ import annotations
@@ -31,11 +37,11 @@ class Engine:
     max_num_batched_tokens: int = 0  # tokens in vLLM's profiling forward pass
     max_num_seqs: int = 0
     # Roofline constants (infersize/latency.py), shared by every model and GPU:
-    mbu: float = 0.75  # achieved / datasheet memory bandwidth in decode
+    mbu: float = 0.70  # achieved / datasheet memory bandwidth in decode
     mfu: float = 0.60  # achieved / datasheet dense tensor peak in compute-bound steps
-    step_overhead_s: float = 4.0e-4  # per forward pass: scheduling, sampling, launch of the graph
-    layer_overhead_s: float = 1.2e-5  # per layer per pass: kernel launches and their tails
-    allreduce_latency_s: float = 1.0e-5  # per all-reduce under tensor parallel (NCCL small msg)
+    step_overhead_s: float = 2.0e-4  # per forward pass: scheduling, sampling, graph launch
+    layer_overhead_s: float = 1.0e-5  # per layer per pass: kernel launch gaps and tails
+    allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
 
 
 ENGINES: dict[str, Engine] = {
@@ -56,6 +62,15 @@ ENGINES: dict[str, Engine] = {
         max_num_batched_tokens=8192,  # vLLM V1 default for offline LLM on >= 70 GB GPUs
         max_num_seqs=256,  # vLLM default
     ),
+    "llama.cpp": Engine(
+        name="llama.cpp",
+        description="llama.cpp (GGUF, CUDA graphs): sum of the parts like plain; slower layers",
+        overhead_gib=1.04,  # not calibrated separately: plain's
+        tp_overhead_gib=0.74,
+        mbu=0.75,  # fitted: llama.cpp PR #6766 (RTX 4090/3090, Q4_0), issue #6763 (H100-PCIe)
+        step_overhead_s=8.0e-4,
+        layer_overhead_s=6.0e-5,
+    ),
 }
 
 
@@ -64,7 +79,7 @@ def get_engine(
 ) -> Engine:
     engine = ENGINES.get(name.strip().lower())
     if engine is None:
-        raise UnknownNameError("engine", name, ENGINES, hint="choose plain or vllm")
+        raise UnknownNameError("engine", name, ENGINES, hint=f"choose {', '.join(ENGINES)}")
     if gpu_memory_utilization is not None:
         if not 0.0 < gpu_memory_utilization <= 1.0:
             raise ValueRangeError(

@@ -156,7 +156,7 @@ def test_tensor_parallel_reports_per_gpu(runner):
             ["--kv-dtype", "fp7"],
             "error: unknown kv dtype 'fp7': did you mean 'fp8', 'fp32', 'fp16'?",
         ),
-        (["--engine", "trt"], "error: unknown engine 'trt': choose plain or vllm"),
+        (["--engine", "trt"], "error: unknown engine 'trt': choose plain, vllm, llama.cpp"),
         (
             ["--speedup-model", "magic"],
             "error: --speedup-model must be one of leviathan, roofline, linear, got 'magic'",
