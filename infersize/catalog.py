@@ -51,6 +51,16 @@ class ModelSpec(_Record):
     num_experts_per_tok: PositiveInt | None = None
     moe_intermediate_size: PositiveInt | None = None  # None: intermediate_size
     num_shared_experts: int = Field(default=0, ge=0)
+    shared_expert_intermediate_size: PositiveInt | None = None  # Qwen-MoE: own size, plus a gate
+    first_k_dense_replace: int = Field(default=0, ge=0)  # DeepSeek: dense MLP in the first k layers
+    router_bias: bool = False  # DeepSeek-V3: e_score_correction_bias, one per routed expert
+    # Multi-head latent attention (DeepSeek-V2/V3): the cache holds kv_lora_rank + qk_rope_head_dim
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_nope_head_dim: PositiveInt | None = None
+    qk_rope_head_dim: PositiveInt | None = None
+    v_head_dim: PositiveInt | None = None
+    extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
     max_position_embeddings: PositiveInt
     checkpoint_dtype: str | None = None
     published_params: PositiveInt | None = None
@@ -72,11 +82,22 @@ class ModelSpec(_Record):
             raise ValueError("num_experts and num_experts_per_tok go together")
         if self.sliding_window_layers and self.sliding_window_layers > self.num_hidden_layers:
             raise ValueError("sliding_window_layers exceeds num_hidden_layers")
+        mla = (self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)
+        if any(v is not None for v in mla) and any(v is None for v in mla):
+            raise ValueError(
+                "MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim together"
+            )
+        if self.first_k_dense_replace > self.num_hidden_layers:
+            raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
         return self
 
     @property
     def head_dim_resolved(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
 
     @property
     def is_moe(self) -> bool:

@@ -47,6 +47,16 @@ class StepCost:
     link_bytes_per_s: float  # one direction, per GPU
 
 
+def _attention_flops_per_context(model: ModelSpec) -> float:
+    """Per layer, per new token, per context token: scores and weighted values, 2 FLOPs per
+    multiply-add. GQA: 2 · n_h · d each. MLA decodes in the latent space (weights absorbed):
+    scores over r_kv + d_rope, values over r_kv."""
+    n = model.num_attention_heads
+    if model.is_mla:
+        return 2.0 * n * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
+    return 4.0 * n * model.head_dim_resolved
+
+
 def step_cost(
     model: ModelSpec,
     counts: ParamCounts,
@@ -69,11 +79,7 @@ def step_cost(
         experts_per_tok=model.num_experts_per_tok or 1,
         kv=kv,
         flops_per_token=2.0 * active / tp,
-        attn_flops_per_token_ctx=4.0
-        * model.num_hidden_layers
-        * model.num_attention_heads
-        * model.head_dim_resolved
-        / tp,
+        attn_flops_per_token_ctx=model.num_hidden_layers * _attention_flops_per_context(model) / tp,
         layers=model.num_hidden_layers,
         hidden=model.hidden_size,
         tp=tp,

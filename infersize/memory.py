@@ -89,6 +89,9 @@ def kv_layout(model: ModelSpec, kv: KvDtype, tp: int = 1) -> KvLayout:
     """2 (K and V) · kv_heads · head_dim · bytes per element, per layer and token.
     With tensor parallel each rank holds kv_heads / tp heads, at least one (a head replicates
     when there are fewer KV heads than ranks, as in vLLM)."""
+    if model.is_mla:  # DeepSeek-V2 §2.1.2: one latent of kv_lora_rank + d_rope, not split by TP
+        latent = model.kv_lora_rank + model.qk_rope_head_dim
+        return KvLayout(latent * kv.bytes_per_element * model.num_hidden_layers, 0.0, 0)
     kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
     per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
     if model.sliding_window is None:
@@ -113,8 +116,11 @@ def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> Flo
 def activation_bytes_per_token(model: ModelSpec, tp: int = 1) -> float:
     """Peak live activations of one layer per token: the residual and normed hidden state
     (2·h), q/k/v (split by tp) and the gate and up outputs of the MLP (2·i, split by tp)."""
-    d = model.head_dim_resolved
-    qkv = (model.num_attention_heads + 2 * model.num_key_value_heads) * d
+    if model.is_mla:
+        qk = model.qk_nope_head_dim + model.qk_rope_head_dim
+        qkv = model.num_attention_heads * qk + model.kv_lora_rank + model.qk_rope_head_dim
+    else:
+        qkv = (model.num_attention_heads + 2 * model.num_key_value_heads) * model.head_dim_resolved
     expert_i = model.moe_intermediate_size or model.intermediate_size
     mlp_i = expert_i * ((model.num_experts_per_tok or 1) + model.num_shared_experts)
     return (2 * model.hidden_size + (qkv + 2 * mlp_i) / tp) * ACTIVATION_BYTES

@@ -1,11 +1,16 @@
 """Parameter counts by component, computed from a model's config fields.
 
-Decoder-only transformer with grouped-query attention and a gated MLP (Llama, Qwen, Mistral,
-Gemma, Phi-3: Phi-3's fused qkv_proj and gate_up_proj hold the same weights). Per layer:
-  attention  q: h·(n_h·d), k and v: h·(n_kv·d) each, o: (n_h·d)·h   (h hidden, d head_dim)
-  MLP        gate, up: h·i each, down: i·h; MoE: that per expert, plus a router h·E
-  norms      norms_per_layer·h, plus 2·d for Qwen3's q/k norms
-plus the token embedding V·h, the final norm h and an lm_head V·h unless tied.
+Decoder-only transformer with a gated MLP (Llama, Qwen, Mistral, Gemma, Phi-3: Phi-3's fused
+qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_dim:
+  attention  GQA: q h·(n_h·d), k and v h·(n_kv·d) each, o (n_h·d)·h;
+             MLA (DeepSeek-V2 §2.1): q h·r_q + r_q·n_h·(d_nope+d_rope) (or h·n_h·(d_nope+d_rope)),
+             kv_a h·(r_kv+d_rope), kv_b r_kv·n_h·(d_nope+d_v), o n_h·d_v·h, norms r_q and r_kv
+  MLP        gate, up: h·i each, down: i·h; MoE layers: that per routed expert, the shared
+             experts, a router h·E (and E bias terms in DeepSeek-V3); DeepSeek's first k layers
+             stay dense
+  norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms
+plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
+parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
 Counts equal the published totals exactly (tests/test_params.py).
 """
 
@@ -22,8 +27,8 @@ class ParamCounts:
 
     embedding: int
     lm_head: int  # 0 when tied to the embedding
-    attention: int  # q, k, v, o weight matrices, all layers
-    mlp: int  # gate/up/down matrices, all layers and all experts
+    attention: int  # attention weight matrices, all layers
+    mlp: int  # MLP matrices, all layers and all experts
     mlp_active: int  # the MLP matrices one token passes through (MoE: top-k + shared experts)
     mlp_routed: int  # the routed experts' matrices (0 for a dense model)
     small: int  # norms, biases, routers: kept at 16/32 bit by every format
@@ -42,30 +47,58 @@ class ParamCounts:
         return self.total - self.mlp + self.mlp_active
 
 
-def param_counts(model: ModelSpec) -> ParamCounts:
-    h, layers, d = model.hidden_size, model.num_hidden_layers, model.head_dim_resolved
-    q_dim, kv_dim = model.num_attention_heads * d, model.num_key_value_heads * d
-    attention = h * q_dim + 2 * h * kv_dim + q_dim * h
+def _attention(model: ModelSpec) -> tuple[int, int]:
+    """(weight-matrix parameters, small parameters) of one layer's attention."""
+    h, n = model.hidden_size, model.num_attention_heads
+    if model.is_mla:
+        qk = model.qk_nope_head_dim + model.qk_rope_head_dim
+        r_kv = model.kv_lora_rank
+        q = h * model.q_lora_rank + model.q_lora_rank * n * qk if model.q_lora_rank else h * n * qk
+        kv = h * (r_kv + model.qk_rope_head_dim) + r_kv * n * (
+            model.qk_nope_head_dim + model.v_head_dim
+        )
+        o = n * model.v_head_dim * h
+        return q + kv + o, r_kv + (model.q_lora_rank or 0)
+    d = model.head_dim_resolved
+    q_dim, kv_dim = n * d, model.num_key_value_heads * d
     biases = (q_dim + 2 * kv_dim if model.qkv_bias else 0) + (h if model.o_proj_bias else 0)
+    norms = 2 * d if model.qk_norm else 0
+    return h * q_dim + 2 * h * kv_dim + q_dim * h, biases + norms
 
-    expert_i = model.moe_intermediate_size or model.intermediate_size
-    per_expert = 3 * h * expert_i  # gate, up, down
-    experts = model.num_experts or 1
-    routed_active = model.num_experts_per_tok or 1
-    mlp = per_expert * experts + model.num_shared_experts * per_expert
-    mlp_active = per_expert * routed_active + model.num_shared_experts * per_expert
-    router = h * model.num_experts if model.is_moe else 0
-    if model.mlp_bias:
-        biases += (2 * expert_i + h) * (experts + model.num_shared_experts)
 
-    norms = model.norms_per_layer * h + (2 * d if model.qk_norm else 0)
+def _mlp_layers(model: ModelSpec) -> tuple[int, int]:
+    """(dense-MLP layers, MoE layers)."""
+    if not model.is_moe:
+        return model.num_hidden_layers, 0
+    return model.first_k_dense_replace, model.num_hidden_layers - model.first_k_dense_replace
+
+
+def param_counts(model: ModelSpec) -> ParamCounts:
+    h = model.hidden_size
+    attention, attention_small = _attention(model)
+    dense_layers, moe_layers = _mlp_layers(model)
+    dense = 3 * h * model.intermediate_size  # gate, up, down
+    mlp_bias = (2 * model.intermediate_size + h) if model.mlp_bias else 0
+    expert = 3 * h * (model.moe_intermediate_size or model.intermediate_size)
+    experts, top_k = model.num_experts or 0, model.num_experts_per_tok or 0
+    if model.shared_expert_intermediate_size:  # Qwen-MoE: one shared expert and its gate
+        shared, shared_small = 3 * h * model.shared_expert_intermediate_size, h
+    else:
+        shared, shared_small = model.num_shared_experts * expert, 0
+    router = h * experts + (experts if model.router_bias else 0)
+    norms = model.norms_per_layer * h
+    layers = model.num_hidden_layers
     vocab_matrix = model.vocab_size * h
     return ParamCounts(
         embedding=vocab_matrix,
         lm_head=0 if model.tie_word_embeddings else vocab_matrix,
         attention=layers * attention,
-        mlp=layers * mlp,
-        mlp_active=layers * mlp_active,
-        mlp_routed=layers * per_expert * experts if model.is_moe else 0,
-        small=layers * (norms + biases + router) + h,  # + final norm
+        mlp=dense_layers * dense + moe_layers * (experts * expert + shared),
+        mlp_active=dense_layers * dense + moe_layers * (top_k * expert + shared),
+        mlp_routed=moe_layers * experts * expert,
+        small=layers * (norms + attention_small)
+        + dense_layers * mlp_bias
+        + moe_layers * (router + shared_small)
+        + h  # final norm
+        + model.extra_params,
     )

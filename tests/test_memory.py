@@ -117,3 +117,21 @@ def test_draft_none_holds_only_the_target(catalog, plain):
         alone.target_kv
         == 4096 * mem.kv_layout(target.model, catalog.kv_dtype("fp16")).bytes_per_token
     )
+
+
+def test_mla_cache_holds_one_latent_per_layer(catalog):
+    # DeepSeek-V3: kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values per layer and token,
+    # 61 layers, bf16: 70,272 bytes per token (DeepSeek-V2 paper §2.1.2), the same on every TP rank
+    v3, kv = catalog.model("deepseek-v3"), catalog.kv_dtype("bf16")
+    assert mem.kv_layout(v3, kv).bytes_per_token == 61 * 576 * 2
+    assert mem.kv_layout(v3, kv, tp=8).bytes_per_token == 61 * 576 * 2
+
+
+def test_gemma3_sliding_layers(catalog):
+    # Gemma-3 27B: 5 local layers (1024-token window) to 1 global; 52 of 62 layers slide
+    gemma = catalog.model("gemma-3-27b")
+    layout = mem.kv_layout(gemma, catalog.kv_dtype("bf16"))
+    per_layer = 2 * 16 * 128 * 2
+    assert layout.window_bytes_per_token == 52 * per_layer
+    assert layout.full_bytes_per_token == 10 * per_layer
+    assert layout.window_tokens == 1024
