@@ -113,11 +113,17 @@ def _print_json(obj: Any) -> None:
 @app.command()
 def spec(
     target: str = typer.Option(
-        ..., "--target", help="Target model (catalog id, alias or HF repo)."
+        ...,
+        "--target",
+        help="Target: catalog id or alias, a local HF folder, a .gguf file, or hf:ORG/NAME.",
     ),
-    target_quant: str = typer.Option("bf16", "--target-quant", help="Target weight precision."),
+    target_quant: str = typer.Option(
+        "auto",
+        "--target-quant",
+        help="Target weight precision (auto: the checkpoint's own, exact bytes from its files).",
+    ),
     draft: str = typer.Option(..., "--draft", help="Draft model, or 'none' for the target alone."),
-    draft_quant: str = typer.Option("bf16", "--draft-quant", help="Draft weight precision."),
+    draft_quant: str = typer.Option("auto", "--draft-quant", help="Draft weight precision."),
     gpu: str = typer.Option(..., "--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090)."),
     context_length: int = typer.Option(4096, "--context-length", help="Tokens per sequence."),
     acceptance_rate: float = typer.Option(
@@ -146,6 +152,9 @@ def spec(
     ),
     max_k: int = typer.Option(16, "--max-k", help="Largest K searched for the optimum."),
     price: float = typer.Option(None, "--price-usd-per-hour", help="GPU price override."),
+    allow_cross_tokenizer: bool = typer.Option(
+        False, "--allow-cross-tokenizer", help="Size a draft with another tokenizer anyway."
+    ),
     units: str = typer.Option("gib", "--units", help="gib (2^30 bytes) or gb (10^9 bytes)."),
     catalog: list[Path] = CatalogOption,
     as_json: bool = JsonOption,
@@ -172,6 +181,7 @@ def spec(
         latency_ratio=latency_ratio,
         k_max=max_k,
         price_usd_per_hour=price,
+        allow_cross_tokenizer=allow_cross_tokenizer,
     )
     report = run_spec(
         request, _catalog(catalog), get_engine(engine, gpu_memory_utilization, overhead_gib)
@@ -284,12 +294,25 @@ def models_list(catalog: list[Path] = CatalogOption, as_json: bool = JsonOption)
 
 @models_app.command("show")
 def models_show(
-    name: str = typer.Argument(..., help="Model id, alias or HF repo."),
+    name: str = typer.Argument(
+        ..., help="Model id, alias or HF repo; a local HF folder, a .gguf file, or hf:ORG/NAME."
+    ),
     catalog: list[Path] = CatalogOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """One model's architecture fields and parameter count."""
-    data = _model_json(_catalog(catalog).model(name))
+    """One model's architecture fields and parameter count (read from files for checkpoints)."""
+    from infersize.sources import resolve_model
+
+    source = resolve_model(name, _catalog(catalog))
+    data = _model_json(source.spec)
+    if source.checkpoint is not None:
+        point = source.checkpoint
+        data.update(
+            source=point.origin,
+            precision=point.precision,
+            weights_bytes=point.weights.total if point.weights else None,
+            elements_in_files=point.params_in_files,
+        )
     if as_json:
         _print_json(data)
         return

@@ -48,6 +48,7 @@ class Side:
     counts: ParamCounts
     weights: mem.WeightBytes  # per GPU
     numbers: SideNumbers
+    weights_from_files: bool = False  # exact bytes read from the checkpoint's headers
 
     @property
     def tp(self) -> int:
@@ -55,11 +56,18 @@ class Side:
 
 
 def prepare_side(
-    model: ModelSpec, fmt: WeightFormat, kv_dtype: KvDtype, gpu: GpuSpec, tp: int = 1
+    model: ModelSpec,
+    fmt: WeightFormat,
+    kv_dtype: KvDtype,
+    gpu: GpuSpec,
+    tp: int = 1,
+    exact: mem.WeightBytes | None = None,
 ) -> Side:
+    """`exact`: the whole model's weight bytes read from its files, used instead of the
+    format's bits per weight (split over TP ranks like the formula)."""
     mem.check_tp(model, tp)
     counts = param_counts(model)
-    weights = mem.weight_bytes(counts, fmt, tp)
+    weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
     kv = mem.kv_layout(model, kv_dtype, tp)
     numbers = SideNumbers(
         weights_bytes=weights.total,
@@ -69,7 +77,7 @@ def prepare_side(
         kv=kv,
         cost=step_cost(model, counts, weights, fmt, kv, gpu, tp),
     )
-    return Side(model, fmt, counts, weights, numbers)
+    return Side(model, fmt, counts, weights, numbers, exact is not None)
 
 
 def stack(items: Sequence[T], ndim: int) -> T:

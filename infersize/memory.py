@@ -71,6 +71,16 @@ def weight_bytes(counts: ParamCounts, fmt: WeightFormat, tp: int = 1) -> WeightB
     )
 
 
+def split_weights(weights: WeightBytes, tp: int) -> WeightBytes:
+    """Known whole-model bytes on one of `tp` ranks (matrices and vocabulary split, norms not)."""
+    return WeightBytes(
+        embedding=int(np.ceil(weights.embedding / tp)),
+        lm_head=int(np.ceil(weights.lm_head / tp)),
+        linear=int(np.ceil(weights.linear / tp)),
+        small=weights.small,
+    )
+
+
 @dataclass(frozen=True)
 class KvLayout:
     """KV cache bytes per token on one GPU, split by layer kind."""

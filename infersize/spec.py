@@ -9,17 +9,12 @@ from typing import Any
 import numpy as np
 
 from infersize.catalog import Catalog, GpuSpec, KvDtype
-from infersize.deployment import (
-    Side,
-    crossover_batch,
-    deployment_memory,
-    deployment_speed,
-    prepare_side,
-)
+from infersize.deployment import Side, crossover_batch, deployment_memory, deployment_speed
 from infersize.engines import Engine
-from infersize.errors import ValueRangeError
+from infersize.errors import InfersizeError, ValueRangeError
 from infersize.latency import step_time_s
 from infersize.optimize import best_k
+from infersize.sources import resolve_side
 from infersize.speculative import (
     SPEEDUP_MODELS,
     alpha_for_speedup,
@@ -44,6 +39,7 @@ class SpecRequest:
     latency_ratio: float | None = None
     k_max: int = 16
     price_usd_per_hour: float | None = None
+    allow_cross_tokenizer: bool = False
 
 
 def _finite(name: str, value: float) -> None:
@@ -97,6 +93,7 @@ def _side_json(side: Side, kv: float, workspace: float) -> dict[str, Any]:
         "params": side.counts.total,
         "active_params": side.counts.active,
         "weights_bytes": weights,
+        "weights_from_files": side.weights_from_files,
         "kv_cache_bytes": int(kv),
         "workspace_bytes": int(workspace),
         "total_bytes": int(weights + kv + workspace),
@@ -143,12 +140,16 @@ def _crossover_batch(target: Side, draft: Side, engine: Engine, req: SpecRequest
 def _resolve(req: SpecRequest, catalog: Catalog) -> tuple[GpuSpec, KvDtype, Side, Side | None]:
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
-    target_fmt = catalog.weight_format(req.target_quant)
-    target = prepare_side(catalog.model(req.target), target_fmt, kv_dtype, gpu, req.tp)
+    target, _ = resolve_side(req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp)
     draft = None
     if req.draft is not None:  # the draft runs unsplit on rank 0 (vLLM draft_tensor_parallel 1)
-        draft_fmt = catalog.weight_format(req.draft_quant)
-        draft = prepare_side(catalog.model(req.draft), draft_fmt, kv_dtype, gpu, 1)
+        draft, _ = resolve_side(req.draft, req.draft_quant, catalog, kv_dtype, gpu, 1)
+        t_tok, d_tok = target.model.tokenizer_family, draft.model.tokenizer_family
+        if t_tok != d_tok and not req.allow_cross_tokenizer:
+            raise InfersizeError(
+                f"draft {draft.model.id} ({d_tok} tokenizer) does not share {target.model.id}'s "
+                f"tokenizer ({t_tok}); add --allow-cross-tokenizer to size it anyway"
+            )
     return gpu, kv_dtype, target, draft
 
 
@@ -281,8 +282,8 @@ def _notes(
     if draft and draft.model.tokenizer_family != target.model.tokenizer_family:
         notes.append(
             f"{draft.model.id} ({draft.model.tokenizer_family} tokenizer) does not share "
-            f"{target.model.id}'s tokenizer ({target.model.tokenizer_family}): "
-            "needs cross-tokenizer drafting"
+            f"{target.model.id}'s tokenizer ({target.model.tokenizer_family}): the speedup "
+            "assumes an engine that drafts across tokenizers"
         )
     if req.speedup_model == "linear":
         notes.append(

@@ -19,6 +19,7 @@ from infersize import __version__
 from infersize.catalog import Catalog, load_catalog
 from infersize.errors import InfersizeError
 from infersize.params import param_counts
+from infersize.sources import resolve_model
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
 from infersize.yamlfile import YamlDocument
 
@@ -117,6 +118,20 @@ def _resolve(doc: YamlDocument, fn, name: str, *loc: int | str) -> str:
         raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
 
 
+def _model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -> str:
+    """A catalog model by its id; a local folder, GGUF file or hf: id by the name given (the
+    workers load it again from there)."""
+    try:
+        source = resolve_model(name, catalog)
+    except InfersizeError as exc:
+        raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
+    return source.spec.id if source.checkpoint is None else name
+
+
+def _spec(catalog: Catalog, key: str):
+    return resolve_model(key, catalog).spec
+
+
 def _int_axis(doc: YamlDocument, values: np.ndarray, key: str, low: int) -> tuple[int, ...]:
     if np.any(values != np.round(values)) or np.any(values < low):
         raise SweepConfigError(f"{_where(doc, key)}: values must be whole numbers >= {low}")
@@ -136,9 +151,12 @@ def _pairs(
 ) -> list[tuple[str, str, tuple[float, ...] | None]]:
     pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for i, pair in enumerate(cfg.pairs):
-        target = _resolve(doc, catalog.model, pair.target, "pairs", i, "target")
-        draft = _resolve(doc, catalog.model, pair.draft, "pairs", i, "draft")
-        t_tok, d_tok = catalog.model(target).tokenizer_family, catalog.model(draft).tokenizer_family
+        target = _model_key(doc, catalog, pair.target, "pairs", i, "target")
+        draft = _model_key(doc, catalog, pair.draft, "pairs", i, "draft")
+        t_tok, d_tok = (
+            _spec(catalog, target).tokenizer_family,
+            _spec(catalog, draft).tokenizer_family,
+        )
         if t_tok != d_tok and not cfg.allow_cross_tokenizer:
             raise SweepConfigError(
                 f"{_where(doc, 'pairs', i)}: draft {draft} ({d_tok} tokenizer) does not share "
@@ -150,10 +168,10 @@ def _pairs(
                 doc, axis_values(pair.acceptance_rates), "pairs", i, "acceptance_rates"
             )
         pairs[(target, draft)] = alphas
-    targets = [_resolve(doc, catalog.model, n, "targets", i) for i, n in enumerate(cfg.targets)]
-    drafts = [_resolve(doc, catalog.model, n, "drafts", i) for i, n in enumerate(cfg.drafts)]
+    targets = [_model_key(doc, catalog, n, "targets", i) for i, n in enumerate(cfg.targets)]
+    drafts = [_model_key(doc, catalog, n, "drafts", i) for i, n in enumerate(cfg.drafts)]
     for target, draft in product(targets, drafts):
-        t, d = catalog.model(target), catalog.model(draft)
+        t, d = _spec(catalog, target), _spec(catalog, draft)
         if t.tokenizer_family != d.tokenizer_family and not cfg.allow_cross_tokenizer:
             skipped["pairs with another tokenizer"] = (
                 skipped.get("pairs with another tokenizer", 0) + 1
@@ -208,7 +226,7 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     for gpu, (target, draft, own), tp in (
         (g, p, tp) for g in _gpus(cfg, doc, catalog) for p in pairs for tp in g.tp
     ):
-        if catalog.model(target).num_attention_heads % tp:
+        if _spec(catalog, target).num_attention_heads % tp:
             skipped["tp sizes that do not divide the attention heads"] = (
                 skipped.get("tp sizes that do not divide the attention heads", 0) + 1
             )

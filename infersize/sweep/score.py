@@ -9,10 +9,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from infersize.catalog import load_catalog
-from infersize.deployment import Side, crossover_batch, prepare_side, stack
+from infersize.deployment import Side, crossover_batch, stack
 from infersize.engines import get_engine
 from infersize.memory import GIB
 from infersize.optimize import best_k
+from infersize.sources import resolve_side
 from infersize.speculative import expected_tokens
 from infersize.sweep.plan import Setting
 
@@ -57,13 +58,9 @@ def _sides(task: ChunkTask) -> tuple[list[Side], list[Side], list[float], list[f
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
         key = (model, quant, kv, gpu, tp)
         if key not in cache:
-            cache[key] = prepare_side(
-                catalog.model(model),
-                catalog.weight_format(quant),
-                catalog.kv_dtype(kv),
-                catalog.gpu(gpu),
-                tp,
-            )
+            cache[key] = resolve_side(
+                model, quant, catalog, catalog.kv_dtype(kv), catalog.gpu(gpu), tp
+            )[0]
         return cache[key]
 
     targets, drafts, memory, prices = [], [], [], []
