@@ -7,7 +7,7 @@ from typing import Any
 
 from infersize.errors import InfersizeError, UnknownNameError
 
-COLUMNS = ["gpu", "target", "draft", "K", "speedup", "tokens/s", "GiB", "$/Mtok"]
+COLUMNS = ["gpu", "target", "draft", "K", "speedup", "tokens/s", "tok/s/GPU", "GiB", "$/Mtok"]
 
 
 def display_rows(frame) -> list[list[str]]:
@@ -24,6 +24,7 @@ def display_rows(frame) -> list[list[str]]:
                 str(r["optimal_k"]),
                 f"{r['speedup']:.2f}x",
                 f"{r['tokens_per_s']:,.0f}",
+                f"{r['tokens_per_s_per_gpu']:,.0f}",
                 f"{r['combined_gib']:.1f}",
                 usd,
             ]

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
+from infersize.cli_plot import plot_app, report
 from infersize.cli_sweep import best, sweep_app
 from infersize.errors import InfersizeError
 
@@ -76,6 +77,8 @@ app.add_typer(models_app, name="models")
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(sweep_app, name="sweep")
 app.command("best")(best)
+app.add_typer(plot_app, name="plot")
+app.command("report")(report)
 
 CatalogOption = typer.Option(
     None,
@@ -156,6 +159,7 @@ def spec(
         False, "--allow-cross-tokenizer", help="Size a draft with another tokenizer anyway."
     ),
     units: str = typer.Option("gib", "--units", help="gib (2^30 bytes) or gb (10^9 bytes)."),
+    plot: Path = typer.Option(None, "--plot", help="Also draw speedup vs K (.png or .svg)."),
     catalog: list[Path] = CatalogOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -183,9 +187,23 @@ def spec(
         price_usd_per_hour=price,
         allow_cross_tokenizer=allow_cross_tokenizer,
     )
+    if plot is not None and request.draft is None:
+        raise InfersizeError("--plot draws speedup vs K, which needs a draft")
     report = run_spec(
         request, _catalog(catalog), get_engine(engine, gpu_memory_utilization, overhead_gib)
     )
+    if plot is not None:
+        from infersize.plot import save, speedup_vs_k_figure
+
+        data = report.data
+        title = (
+            f"{data['target']['model']} + {data['draft']['model']} on {data['gpu']['name']}"
+            f": speedup vs K at γ = {data['latency_ratio']:.1f}"
+        )
+        save(
+            speedup_vs_k_figure([acceptance_rate], data["latency_ratio"], max_k, draft_k, title),
+            plot,
+        )
     if as_json:
         _print_json(report.data)
         return

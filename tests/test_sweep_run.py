@@ -119,14 +119,15 @@ def test_no_best_pair_exceeds_the_memory_limit(small_run):
     assert not all(cells.column("fits").to_pylist())
 
 
-def test_best_pairs_are_ranked_by_tokens_per_s(small_run):
+def test_best_pairs_are_ranked_by_tokens_per_s_per_gpu(small_run):
     _, out, _ = small_run
     best = pl.read_parquet(out / "best_pairs.parquet")
     groups = ["gpu", "target", "context_length", "batch_size", "acceptance_rate"]
     for _, group in best.group_by(groups):
         group = group.sort("rank")
         assert group["rank"].to_list() == list(range(1, group.height + 1))
-        assert (group["tokens_per_s"].diff().drop_nulls() <= 1e-9).all()
+        assert (group["tokens_per_s_per_gpu"].diff().drop_nulls() <= 1e-9).all()
+        assert (group["speedup"] > 1.0).all()
 
 
 def test_no_frontier_row_is_dominated(small_run):

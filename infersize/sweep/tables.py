@@ -116,14 +116,18 @@ def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
 
 
 def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
-    """Per (GPU, target, context, batch, α): the top-N fitting (TP, precisions, KV dtype, draft)
-    at their best K, ranked by speculative decode throughput (tokens/s at that batch, so target
-    precisions and TP sizes compare), then by less memory."""
+    """Per (GPU, target, context, batch, α): the top-N fitting options (TP, precisions, KV
+    dtype, draft, best K) that speed decoding up, ranked by speculative tokens/s per GPU (what
+    each GPU of the deployment delivers, so TP sizes and target precisions compare), then by
+    speedup and less memory. A group where no draft beats plain decoding has no best pair."""
     group = _groups(task, scored)
-    rows = np.flatnonzero(scored.valid)
-    tokens, combined = scored.columns["tokens_per_s"], scored.columns["combined_gib"]
+    speedup = scored.columns["speedup"]
+    rows = np.flatnonzero(scored.valid & (speedup > 1.0))
+    per_gpu, combined = scored.columns["tokens_per_s_per_gpu"], scored.columns["combined_gib"]
     picked, rank = top_n(
-        group[rows], (-tokens[rows], combined[rows], scored.setting[rows]), task.best_top_n
+        group[rows],
+        (-per_gpu[rows], -speedup[rows], combined[rows], scored.setting[rows]),
+        task.best_top_n,
     )
     table = _rows_table(task, scored, rows[picked])
     return table.append_column("rank", pa.array(rank.astype(np.int64)))
