@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
@@ -24,10 +24,14 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Ids name output partitions (cells/gpu=<id>/) and table rows: no path separators or spaces.
+CatalogId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
+
+
 class ModelSpec(_Record):
     """Architecture of one model, with Hugging Face config.json field names."""
 
-    id: str
+    id: CatalogId
     hf_repo: str
     family: str
     tokenizer_family: str
@@ -107,7 +111,7 @@ class ModelSpec(_Record):
 class GpuSpec(_Record):
     """One accelerator. memory_bytes is what the CUDA runtime reports, not the marketing figure."""
 
-    id: str
+    id: CatalogId
     name: str
     aliases: list[str] = []
     vendor: Literal["nvidia", "amd", "other"] = "nvidia"
@@ -147,7 +151,7 @@ class GpuSpec(_Record):
 class WeightFormat(_Record):
     """A weight precision: bits per weight of linear layers (scales included) and the rest."""
 
-    id: str
+    id: CatalogId
     name: str
     linear_bits_per_weight: float = Field(gt=0, le=32)
     embedding_bits: float = Field(gt=0, le=32)
@@ -159,7 +163,7 @@ class WeightFormat(_Record):
 
 
 class KvDtype(_Record):
-    id: str
+    id: CatalogId
     bytes_per_element: float = Field(gt=0)
     aliases: list[str] = []
 

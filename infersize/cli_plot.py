@@ -27,8 +27,8 @@ def plot_k(
 
     if any(not 0 <= a <= 1 for a in alpha):
         raise InfersizeError("--alpha values must be in [0, 1]")
-    if not latency_ratio > 0 or max_k < 1:
-        raise InfersizeError("--latency-ratio must be > 0 and --max-k at least 1")
+    if not 0 < latency_ratio < float("inf") or not 1 <= max_k <= 256:
+        raise InfersizeError("--latency-ratio must be a finite number > 0 and --max-k in 1..256")
     typer.echo(str(save(speedup_vs_k_figure(alpha, latency_ratio, max_k), out)))
 
 

@@ -6,6 +6,7 @@ classes (e.g. LlamaConfig ties no embeddings, GemmaConfig does)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -103,6 +104,12 @@ def _mla(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def safe_id(name: str) -> str:
+    """A catalog-style id from a folder or file name (no spaces or separators)."""
+    cleaned = re.sub(r"[^a-z0-9._+-]+", "-", name.lower()).strip("-.")
+    return cleaned[:100] or "model"
+
+
 def spec_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where: str) -> ModelSpec:
     """ModelSpec from config.json; `where` names the file in errors."""
     if not isinstance(config, dict):
@@ -142,7 +149,7 @@ def spec_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where:
     dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype)
     try:
         return ModelSpec(
-            id=model_id,
+            id=safe_id(model_id),
             hf_repo=hf_repo,
             family=family,
             tokenizer_family=tokenizer_family(family, config["vocab_size"]),

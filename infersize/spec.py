@@ -21,6 +21,8 @@ from infersize.speculative import (
     expected_tokens,
 )
 
+MAX_K = 256  # far past any useful draft length; bounds the K axis searched
+
 
 @dataclass(frozen=True)
 class SpecRequest:
@@ -54,6 +56,8 @@ def validate_request(req: SpecRequest) -> None:
         raise ValueRangeError(f"--acceptance-rate must be in [0, 1], got {req.acceptance_rate}")
     if req.draft_k < 1:
         raise ValueRangeError(f"--draft-k must be at least 1, got {req.draft_k}")
+    if req.k_max > MAX_K:
+        raise ValueRangeError(f"--max-k must be at most {MAX_K}, got {req.k_max}")
     if req.k_max < req.draft_k:
         raise ValueRangeError(f"--max-k ({req.k_max}) must be at least --draft-k ({req.draft_k})")
     if req.context_length < 1:

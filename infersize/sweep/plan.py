@@ -20,6 +20,7 @@ from infersize.catalog import Catalog, load_catalog
 from infersize.errors import InfersizeError
 from infersize.params import param_counts
 from infersize.sources import resolve_model
+from infersize.spec import MAX_K
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
 from infersize.yamlfile import YamlDocument
 
@@ -205,6 +206,8 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     contexts = _int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
     batches = _int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
     ks = _int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
+    if ks[-1] > MAX_K:
+        raise SweepConfigError(f"{_where(doc, 'draft_k')}: K must be at most {MAX_K}")
     if ks[-1] - ks[0] + 1 != len(ks):
         raise SweepConfigError(
             f"{_where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
