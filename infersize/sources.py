@@ -26,6 +26,8 @@ class ModelSource:
 
 
 def _looks_like_path(name: str) -> bool:
+    if not name.strip():
+        return False
     return name.startswith((".", "/", "~")) or name.endswith(".gguf") or Path(name).exists()
 
 

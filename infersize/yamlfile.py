@@ -82,7 +82,9 @@ def describe_validation_error(
     """The first pydantic error as 'FILE: line N: key a.b.c: message'. An unknown key comes
     first: a misspelt key is the cause of the 'missing' error on the key it meant."""
     errors = exc.errors()
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    # most telling first: an unknown key, then a value error, then a type mismatch (for a union
+    # such as list | Range, the branch of the wrong type only says "should be a valid list")
+    err = min(errors, key=lambda e: (e["type"] != "extra_forbidden", e["type"].endswith("_type")))
     # drop the union-member tags pydantic adds ('list[int]', 'Range'): they are not YAML keys
     loc = loc_prefix + tuple(p for p in err["loc"] if isinstance(p, int) or not _is_union_tag(p))
     line = doc.line_of(loc)
