@@ -20,6 +20,13 @@ from infersize.cli_sweep import best, sweep_app
 from infersize.errors import InfersizeError
 
 
+def _fail(message: str, prefix: str = "error", code: int = 2) -> None:
+    """One line on stderr: control characters a user typed (a newline in a name) are escaped."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    typer.echo(f"{prefix}: {line}", err=True)
+    sys.exit(code)
+
+
 class CleanErrors(TyperGroup):
     """Turns usage errors and library errors into `error: <one line>` and exit code 2."""
 
@@ -44,23 +51,19 @@ class CleanErrors(TyperGroup):
         except typer.TyperException as exc:  # usage errors: bad option, missing value, ...
             if debug:
                 raise
-            message = exc.format_message().replace("\n", " ")
-            typer.echo(f"error: {message}", err=True)
-            sys.exit(2)
+            _fail(exc.format_message())
         except InfersizeError as exc:
             if debug:
                 raise
-            typer.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
         except Exception as exc:  # a bug: say so in one line, keep the traceback for --debug
             if debug:
                 raise
-            typer.echo(
-                f"internal error: {type(exc).__name__}: {exc} (run again with --debug "
-                "for the traceback)",
-                err=True,
+            _fail(
+                f"{type(exc).__name__}: {exc} (run again with --debug for the traceback)",
+                prefix="internal error",
+                code=1,
             )
-            sys.exit(1)
         sys.exit(result if isinstance(result, int) else 0)
 
 
