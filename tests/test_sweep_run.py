@@ -194,35 +194,63 @@ BIG = (
 )
 
 
-def test_sigkill_then_resume_gives_the_same_tables(tmp_path):
-    sweep = tmp_path / "big.yaml"
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("whole")
+    sweep = tmp / "big.yaml"
     sweep.write_text(BIG)
-    whole, broken = tmp_path / "whole", tmp_path / "broken"
-    done = _cli(tmp_path, "sweep", "run", str(sweep), "--out", str(whole), "--jobs", "2", "-q")
-    assert done.wait(timeout=300) == 0, (tmp_path / "stderr.log").read_text()
-    n_chunks = json.loads((whole / "manifest.json").read_text())["chunks"]
-    proc = _cli(tmp_path, "sweep", "run", str(sweep), "--out", str(broken), "--jobs", "2", "-q")
-    markers = broken / ".parts" / "done"
+    done = _cli(tmp, "sweep", "run", str(sweep), "--out", str(tmp / "out"), "--jobs", "2", "-q")
+    assert done.wait(timeout=300) == 0, (tmp / "stderr.log").read_text()
+    n_chunks = json.loads((tmp / "out" / "manifest.json").read_text())["chunks"]
+    return sweep, tmp / "out", n_chunks
+
+
+def _kill_after(tmp_path: Path, sweep: Path, out: Path, finished: int, *extra: str) -> int:
+    """Start a run, SIGKILL its whole process group once `finished` chunks are done; return
+    how many chunks had finished by then."""
+    proc = _cli(
+        tmp_path, "sweep", "run", str(sweep), "--out", str(out), "--jobs", "2", "-q", *extra
+    )
+    markers = out / ".parts" / "done"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        finished = len(list(markers.glob("*.json"))) if markers.is_dir() else 0
-        if finished >= 3:
+        if markers.is_dir() and len(list(markers.glob("*.json"))) >= finished:
             break
         time.sleep(0.002)
     assert proc.poll() is None, "the run ended before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    survived = len(list(markers.glob("*.json")))
-    assert 3 <= survived < n_chunks
-    assert not (broken / "manifest.json").exists()
+    assert not (out / "manifest.json").exists()
+    return len(list(markers.glob("*.json")))
+
+
+@pytest.mark.parametrize("share", [0.0, 0.35, 0.7], ids=["first-chunk", "third", "two-thirds"])
+def test_sigkill_then_resume_gives_the_same_tables(tmp_path, uninterrupted, share):
+    sweep, whole, n_chunks = uninterrupted
+    broken = tmp_path / "broken"
+    survived = _kill_after(tmp_path, sweep, broken, max(1, int(share * n_chunks)))
+    assert 1 <= survived < n_chunks
+    # kill the resumed run too, a few chunks later, then resume again
+    again = _kill_after(tmp_path, sweep, broken, min(survived + 2, n_chunks - 1), "--resume")
+    assert again >= survived
     resumed = _cli(
         tmp_path, "sweep", "run", str(sweep), "--out", str(broken), "--resume", "--jobs", "2", "-q"
     )
     assert resumed.wait(timeout=300) == 0, (tmp_path / "stderr.log").read_text()
     manifest = json.loads((broken / "manifest.json").read_text())
-    assert manifest["chunks_resumed"] >= survived
+    assert manifest["chunks_resumed"] >= again
     for name in TABLE_FILES:
         assert (whole / name).read_bytes() == (broken / name).read_bytes(), name
+
+
+def test_repeated_runs_give_the_same_bytes_and_manifests_record_the_config(tmp_path):
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "linear"))
+    first = run_sweep(plan, tmp_path / "a", jobs=2)
+    second = run_sweep(plan, tmp_path / "b", jobs=2)
+    for name in TABLE_FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert first["config_hash"] == second["config_hash"] == plan.config_hash()
+    assert first["infersize_version"] and first["catalog_hash"] == second["catalog_hash"]
 
 
 def test_cli_run_prints_the_summary_and_the_folder(runner, tmp_path):
