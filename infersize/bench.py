@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from infersize.deployment import deployment_memory, deployment_speed, prepare_side
-from infersize.sweep.plan import Plan, Setting, make_chunks
-from infersize.sweep.run import _tasks
+from infersize.sweep.plan import Plan, Scoring, Setting, make_chunks
+from infersize.sweep.run import chunk_tasks
 from infersize.sweep.score import score
 from infersize.sweep.tables import best_table, frontier_table
 
@@ -47,27 +47,22 @@ def bench_plan(n_alphas: int = 41) -> Plan:
         for tq in ("bf16", "fp8")
         for dq in ("bf16", "int4")
     )
+    alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
     plan = Plan(
         "bench",
         settings,
         (1024, 2048, 4096, 8192, 16384, 32768),
         (1, 8, 32, 128),
-        tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist()),
+        alphas,
         tuple(range(1, 11)),
-        "leviathan",
-        "plain",
-        None,
-        None,
-        0.0,
-        (),
-        (),
+        Scoring(),
     )
-    return Plan(**{**plan.__dict__, "chunks": make_chunks(plan, 1_000_000)})
+    return replace(plan, chunks=make_chunks(plan, 1_000_000))
 
 
 def run_engine(plan: Plan) -> float:
     start = time.perf_counter()
-    for task in _tasks(plan, best_top_n=3, with_cells=False):
+    for task in chunk_tasks(plan, best_top_n=3, with_cells=False):
         scored = score(task)
         frontier_table(task, scored)
         best_table(task, scored)
@@ -79,7 +74,7 @@ def run_loop(plan: Plan, max_cells: int) -> tuple[int, float]:
     from infersize.catalog import load_catalog
     from infersize.engines import get_engine
 
-    catalog, engine = load_catalog(), get_engine(plan.engine)
+    catalog, engine = load_catalog(), get_engine(plan.scoring.engine)
     done, start = 0, time.perf_counter()
     for s in plan.settings:
         gpu, kv = catalog.gpu(s.gpu), catalog.kv_dtype(s.kv_dtype)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,18 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class Scoring:
+    """How every cell of a plan is scored (shared by all its chunks)."""
+
+    speedup_model: str = "leviathan"
+    engine: str = "plain"
+    gpu_memory_utilization: float | None = None
+    overhead_gib: float | None = None
+    memory_headroom: float = 0.0
+    catalog_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     settings: tuple[Setting, ...]
@@ -54,13 +66,8 @@ class Plan:
     batches: tuple[int, ...]
     alphas: tuple[float, ...]
     ks: tuple[int, ...]
-    speedup_model: str
-    engine: str
-    gpu_memory_utilization: float | None
-    overhead_gib: float | None
-    memory_headroom: float
-    catalog_files: tuple[str, ...]
-    chunks: tuple[Chunk, ...]
+    scoring: Scoring
+    chunks: tuple[Chunk, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
 
     def setting_cells(self, setting: Setting) -> int:
@@ -101,7 +108,7 @@ class Plan:
 
     def catalog_hash(self) -> str:
         digest = hashlib.sha256()
-        for path in load_catalog(tuple(Path(p) for p in self.catalog_files)).files:
+        for path in load_catalog(tuple(Path(p) for p in self.scoring.catalog_files)).files:
             digest.update(Path(path).read_bytes())
         return digest.hexdigest()
 
@@ -251,24 +258,18 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
             ),
         )
     )
-    plan = Plan(
-        cfg.name,
-        ordered,
-        contexts,
-        batches,
-        tuple(sorted(alphas)),
-        ks,
+    scoring = Scoring(
         cfg.speedup_model,
         cfg.engine,
         cfg.gpu_memory_utilization,
         cfg.overhead_gib,
         cfg.memory_headroom,
         tuple(catalog_files),
-        (),
-        skipped,
     )
-    chunks = make_chunks(plan, cfg.chunk_cells)
-    return Plan(**{**plan.__dict__, "chunks": chunks})
+    plan = Plan(
+        cfg.name, ordered, contexts, batches, tuple(sorted(alphas)), ks, scoring, skipped=skipped
+    )
+    return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells))
 
 
 def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:

@@ -86,7 +86,7 @@ def run_chunk(task: ChunkTask, out_dir: str) -> ChunkDone:
     return done
 
 
-def _tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
+def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
     return [
         ChunkTask(
             index=chunk.index,
@@ -95,12 +95,7 @@ def _tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
             batches=plan.batches[slice(*chunk.batches)],
             alphas=plan.alphas,
             ks=plan.ks,
-            speedup_model=plan.speedup_model,
-            engine=plan.engine,
-            gpu_memory_utilization=plan.gpu_memory_utilization,
-            overhead_gib=plan.overhead_gib,
-            memory_headroom=plan.memory_headroom,
-            catalog_files=plan.catalog_files,
+            scoring=plan.scoring,
             best_top_n=best_top_n,
             with_cells=with_cells,
         )
@@ -255,7 +250,7 @@ def _run_locked(
         "outputs": {"cells": with_cells, "best_top_n": best_top_n, "formats": list(formats)},
     }
     atomic_write(out_dir / "sweep.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
-    tasks = [t for t in _tasks(plan, best_top_n, with_cells) if t.index not in done]
+    tasks = [t for t in chunk_tasks(plan, best_top_n, with_cells) if t.index not in done]
     score_start = time.perf_counter()
     for finished in _execute(tasks, out_dir, jobs, backend, scheduler):
         if on_chunk:

@@ -15,9 +15,7 @@ from infersize.memory import GIB
 from infersize.optimize import best_k
 from infersize.sources import resolve_side
 from infersize.speculative import expected_tokens
-from infersize.sweep.plan import Setting
-
-STRING_COLUMNS = ("gpu", "target", "target_quant", "draft", "draft_quant", "kv_dtype")
+from infersize.sweep.plan import Scoring, Setting
 
 
 @dataclass(frozen=True)
@@ -30,12 +28,7 @@ class ChunkTask:
     batches: tuple[int, ...]
     alphas: tuple[float, ...]
     ks: tuple[int, ...]
-    speedup_model: str
-    engine: str
-    gpu_memory_utilization: float | None
-    overhead_gib: float | None
-    memory_headroom: float
-    catalog_files: tuple[str, ...]
+    scoring: Scoring
     best_top_n: int
     with_cells: bool
 
@@ -52,7 +45,7 @@ class Scored:
 
 
 def _sides(task: ChunkTask) -> tuple[list[Side], list[Side], list[float], list[float]]:
-    catalog = load_catalog(tuple(task.catalog_files))
+    catalog = load_catalog(tuple(task.scoring.catalog_files))
     cache: dict[tuple, Side] = {}
 
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
@@ -76,7 +69,8 @@ def _sides(task: ChunkTask) -> tuple[list[Side], list[Side], list[float], list[f
 
 def score(task: ChunkTask) -> Scored:
     targets, drafts, memory, prices = _sides(task)
-    engine = get_engine(task.engine, task.gpu_memory_utilization, task.overhead_gib)
+    how = task.scoring
+    engine = get_engine(how.engine, how.gpu_memory_utilization, how.overhead_gib)
     n_s = len(task.settings)
     t_num = stack([t.numbers for t in targets], ndim=5)  # (S, 1, 1, 1, 1): K axis comes last
     d_num = stack([d.numbers for d in drafts], ndim=5)
@@ -84,7 +78,7 @@ def score(task: ChunkTask) -> Scored:
     context = np.asarray(task.contexts, dtype=np.float64).reshape(1, -1, 1, 1)
     batch = np.asarray(task.batches, dtype=np.float64).reshape(1, 1, -1, 1)
     alpha = np.asarray(task.alphas, dtype=np.float64).reshape(1, 1, 1, -1)
-    budget_bytes = memory_bytes * (1.0 - task.memory_headroom)
+    budget_bytes = memory_bytes * (1.0 - how.memory_headroom)
     choice = best_k(
         t_num,
         d_num,
@@ -94,7 +88,7 @@ def score(task: ChunkTask) -> Scored:
         batch,
         alpha,
         np.asarray(task.ks),
-        task.speedup_model,
+        how.speedup_model,
     )
     shape = choice.k.shape  # (S, C, B, A)
     idx = choice.index[..., None]

@@ -34,7 +34,7 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
     shape = (len(settings), len(task.contexts), len(task.batches), len(task.alphas))
     _, c, b, a = np.unravel_index(rows, shape)
     s = scored.setting[rows]
-    catalog = load_catalog(tuple(task.catalog_files))
+    catalog = load_catalog(tuple(task.scoring.catalog_files))
     contexts, batches = np.asarray(task.contexts), np.asarray(task.batches)
     alphas = np.asarray(task.alphas)
     share = scored.columns["share_of_budget"][rows]
@@ -76,8 +76,8 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
     columns["verdict"] = pa.DictionaryArray.from_arrays(pa.array(verdict), VERDICTS).cast(
         pa.string()
     )
-    columns["speedup_model"] = pa.array([task.speedup_model] * rows.size, pa.string())
-    columns["engine"] = pa.array([task.engine] * rows.size, pa.string())
+    columns["speedup_model"] = pa.array([task.scoring.speedup_model] * rows.size, pa.string())
+    columns["engine"] = pa.array([task.scoring.engine] * rows.size, pa.string())
     suffix = pa.DictionaryArray.from_arrays(
         pa.array(grid.astype(np.int32)), pa.array(suffixes)
     ).cast(pa.string())
