@@ -26,6 +26,7 @@ from infersize.memory import ACTIVATION_BYTES, KvLayout, WeightBytes, kv_cache_b
 from infersize.params import ParamCounts
 
 FloatArray = NDArray[np.float64]
+PCIE4_X16_GB_PER_S = 64.0
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ def step_cost(
     expert_bytes = weights.linear * counts.mlp_routed / counts.linear
     head_matmul = model.vocab_size * model.hidden_size  # lm_head (or tied embedding) per token
     active = counts.attention + counts.mlp_active + head_matmul
-    link = (gpu.interconnect_gb_per_s or 64.0) * 1e9 / 2  # marketed figures are bidirectional
+    # marketed figures are bidirectional; without one, PCIe Gen4 x16 (64 GB/s both ways)
+    link = (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
     return StepCost(
         dense_bytes=read - expert_bytes,
         expert_bytes=expert_bytes,
