@@ -108,3 +108,37 @@ def test_memory_non_decreasing_in_bits(model, f1, f2):
     lo = prepare_side(CATALOG.model(model), fa, kv, gpu)
     hi = prepare_side(CATALOG.model(model), fb, kv, gpu)
     assert lo.weights.total <= hi.weights.total
+
+
+DENSE_IDS = [m for m in MODEL_IDS if not CATALOG.model(m).is_moe]
+
+
+# MoE models are left out on purpose: verifying K+1 tokens touches more experts than decoding
+# one, so even at batch 1 it reads more bytes (DeepSeek-V2-Lite: about 1.4x at K = 1).
+@given(
+    st.sampled_from(DENSE_IDS),
+    st.sampled_from(["h100", "a100", "l4", "rtx-4090", "b200"]),
+    st.integers(1, 16),
+    st.integers(0, 11),
+    st.integers(1, 65536),
+)
+@settings(max_examples=200, deadline=None)
+def test_verification_cost_ratio(model, gpu_name, k, log_batch, context):
+    """t_target(B, K+1) / t_target(B, 1) is about 1 at batch 1 (decode is bandwidth-bound),
+    never below 1, and grows with the batch as the step turns compute-bound."""
+    from infersize.latency import step_time_s
+
+    gpu = CATALOG.gpu(gpu_name)
+    side = prepare_side(
+        CATALOG.model(model), CATALOG.weight_format("bf16"), CATALOG.kv_dtype("fp16"), gpu
+    )
+    engine = get_engine("plain")
+    batches = np.array([1, 2**log_batch, 2 ** (log_batch + 1)], dtype=float)
+    ratio = step_time_s(side.numbers.cost, engine, batches, k + 1, context) / step_time_s(
+        side.numbers.cost, engine, batches, 1, context
+    )
+    # batch 1: verifying K+1 tokens costs about one decode step (within 20%, the most at 64k
+    # context where attention over the context adds FLOPs per verified token)
+    assert ratio[0] <= 1.2
+    assert np.all(ratio >= 1.0)
+    assert ratio[1] <= ratio[2] * (1 + 1e-9)
