@@ -10,11 +10,9 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from infersize.catalog import load_catalog
+from infersize.memory import verdict
 from infersize.sweep.reduce import codes, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
-
-VERDICTS = pa.array(["safe", "tight", "OOM"])
-SAFE_SHARE = 0.90  # memory.SAFE_UTILIZATION, applied to the share of the budget
 
 
 def _per_setting(values: list, setting: NDArray) -> pa.Array:
@@ -38,7 +36,6 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
     contexts, batches = np.asarray(task.contexts), np.asarray(task.batches)
     alphas = np.asarray(task.alphas)
     share = scored.columns["share_of_budget"][rows]
-    verdict = np.where(share > 1.0, 2, np.where(share > SAFE_SHARE, 1, 0)).astype(np.int32)
     prefix = _per_setting(
         [
             f"{x.gpu}|tp{x.tp}|{x.target}@{x.target_quant}|{x.draft}@"
@@ -73,9 +70,7 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
         if name not in ("optimal_k", "share_of_budget"):
             columns[name] = _float(values[rows])
     columns["fits"] = pa.array(scored.valid[rows])
-    columns["verdict"] = pa.DictionaryArray.from_arrays(pa.array(verdict), VERDICTS).cast(
-        pa.string()
-    )
+    columns["verdict"] = pa.array(verdict(share), pa.string())
     columns["speedup_model"] = pa.array([task.scoring.speedup_model] * rows.size, pa.string())
     columns["engine"] = pa.array([task.scoring.engine] * rows.size, pa.string())
     suffix = pa.DictionaryArray.from_arrays(
