@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from infersize.catalog import Catalog, load_catalog
@@ -11,6 +14,12 @@ SEED_ARGS = [
     "--draft-quant", "int4", "--gpu", "a100", "--context-length", "4096",
     "--acceptance-rate", "0.72", "--draft-k", "4",
 ]  # fmt: skip
+
+
+# CI runs the property tests with a fixed seed: a red build is then a real, reproducible failure
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
