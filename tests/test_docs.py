@@ -1,0 +1,36 @@
+"""Every command documents itself, and the README's commands exist as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from infersize.cli import app
+
+COMMANDS = [["spec"], ["sweep", "validate"], ["sweep", "run"], ["best"], ["models", "list"],
+            ["models", "show"], ["gpus", "list"], ["gpus", "show"], ["alpha"], ["bench"],
+            ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["report"]]  # fmt: skip
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help(runner, command):
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.stdout and len(result.stdout) > 200
+
+
+def test_readme_commands_exist():
+    used = set(re.findall(r"\$ infersize ([a-z]+(?: [a-z]+)?)", README))
+    known = {" ".join(c) for c in COMMANDS} | {c[0] for c in COMMANDS}
+    for phrase in used:
+        assert phrase in known or phrase.split()[0] in known, phrase
+
+
+def test_readme_setup_commands_are_the_ci_ones():
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "pip install . && infersize sweep run sweeps/quickstart.yaml" in README
+    assert "pip install -e '.[test]' && pytest -q" in README
+    assert "pip install --quiet -e '.[test]'" in ci and "pytest -q" in ci
