@@ -320,3 +320,58 @@ def test_a_failed_run_leaves_the_previous_tables_intact(tmp_path, monkeypatch):
     with pytest.raises(run_module.OutputError, match=r"writing failed \(No space left on device\)"):
         run_sweep(plan, out)
     assert {name: (out / name).read_bytes() for name in TABLE_FILES} == before
+
+
+def test_sweep_rows_equal_spec_for_the_same_cell(runner, tmp_path):
+    """One implementation: a best-pair row of a vLLM sweep and `spec --engine vllm` at the same
+    cell (its optimal K) give the same memory, pool, speedup and throughput."""
+    text = SMALL.replace("SPEEDUP", "roofline") + "engine: vllm\n"
+    plan = plan_for(tmp_path, text)
+    run_sweep(plan, tmp_path / "o")
+    row = (
+        pl.read_parquet(tmp_path / "o" / "best_pairs.parquet")
+        .filter((pl.col("gpu") == "a100-40gb-sxm") & (pl.col("batch_size") == 16))
+        .row(0, named=True)
+    )
+    args = [
+        "spec",
+        "--target",
+        row["target"],
+        "--target-quant",
+        row["target_quant"],
+        "--draft",
+        row["draft"],
+        "--draft-quant",
+        row["draft_quant"],
+        "--gpu",
+        row["gpu"],
+        "--tp",
+        str(row["tp"]),
+        "--kv-dtype",
+        row["kv_dtype"],
+        "--context-length",
+        str(row["context_length"]),
+        "--batch-size",
+        str(row["batch_size"]),
+        "--acceptance-rate",
+        str(row["acceptance_rate"]),
+        "--draft-k",
+        str(row["optimal_k"]),
+        "--max-k",
+        "10",
+        "--engine",
+        "vllm",
+        "--speedup-model",
+        "roofline",
+        "--json",
+    ]
+    spec = json.loads(runner.invoke(app, args).stdout)
+    assert spec["combined_bytes"] / 2**30 == pytest.approx(row["combined_gib"], rel=1e-9)
+    assert spec["kv_pool_bytes"] / 2**30 == pytest.approx(row["kv_pool_gib"], rel=1e-9)
+    assert spec["max_concurrent_sequences"] == pytest.approx(row["max_concurrent_sequences"])
+    assert spec["speedup"] == pytest.approx(row["speedup"], rel=1e-12)
+    assert spec["optimal_k"] == row["optimal_k"]
+    assert spec["speculative_tokens_per_s"] == pytest.approx(row["tokens_per_s"], rel=1e-12)
+    assert spec["crossover_batch_size"] == row["crossover_batch_size"] or (
+        spec["crossover_batch_size"] is None and row["crossover_batch_size"] is None
+    )

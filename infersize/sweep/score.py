@@ -128,6 +128,13 @@ def score(task: ChunkTask) -> Scored:
         # smallest batch at which speculation at this α and K stops paying (roofline)
         "crossover_batch_size": crossover_batch(t_num, d_num, engine, context, alpha, k),
     }
+    # vLLM-style engines: the KV pool per GPU left after weights and activations, and how many
+    # sequences of this context it holds at once (null for the plain engine)
+    pooled = mem.kv_pool is not None
+    columns["kv_pool_gib"] = at_k(mem.kv_pool) / GIB if pooled else np.full(shape, np.nan)
+    columns["max_concurrent_sequences"] = (
+        at_k(mem.max_concurrent_sequences) if pooled else np.full(shape, np.nan)
+    )
     scenario = acceptance_scenarios(task)
     applies = scenario >= 0
     valid = applies & choice.fits
