@@ -67,6 +67,15 @@ def best_pairs(
             sorted(frame["acceptance_rate"].unique()), 0.7 if alpha is None else alpha
         ),
     }
+    for column, value, flag in (
+        ("context_length", context, "--context-length"),
+        ("batch_size", batch, "--batch-size"),
+    ):
+        swept = sorted(frame[column].unique())
+        if value is not None and value not in swept:
+            raise InfersizeError(
+                f"{flag} {value} is not in the sweep; it has {', '.join(str(v) for v in swept)}"
+            )
     if alpha is not None and abs(chosen["acceptance_rate"] - alpha) > 1e-9:
         raise InfersizeError(
             f"α {alpha:g} is not in the sweep; nearest is {chosen['acceptance_rate']:g}"

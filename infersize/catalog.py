@@ -211,7 +211,8 @@ class _Table:
         key = self.names.get(name.strip().lower())
         if key is None:
             known = [n for n in self.names if "/" not in n]
-            raise UnknownNameError(self.kind, name, known)
+            hint = "" if self.kind in ("model", "gpu") else "see configs/precisions.yaml"
+            raise UnknownNameError(self.kind, name, known, hint)
         return self.records[key]
 
 

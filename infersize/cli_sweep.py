@@ -76,6 +76,8 @@ def run(
         raise InfersizeError(f"--jobs must be at least 1, got {jobs}")
     if backend not in ("loky", "dask"):
         raise InfersizeError(f"--backend must be loky or dask, got '{backend}'")
+    if scheduler is not None and backend != "dask":
+        raise InfersizeError("--scheduler needs --backend dask")
     config, plan = _plan(file, max_cells)
     out_dir = out or Path(config.output.dir or Path("outputs") / config.name)
     with_cells = config.output.cells if cells is None else cells

@@ -109,10 +109,12 @@ def frontier_figure(frontier, best, gpu: str, selection: dict):
     drawn, and each target's best pair labelled."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for (target,), rows in frontier.group_by(["target"], maintain_order=True):
-        rows = rows.sort("combined_gib")
+    for (target,), rows in frontier.sort("target").group_by(["target"], maintain_order=True):
+        rows = rows.sort(["combined_gib", "speedup"], descending=[False, True])
         points = ax.scatter(rows["combined_gib"], rows["speedup"], s=18, label=target)
-        front = rows.with_columns(best=rows["speedup"].cum_max()).unique("best", keep="first")
+        front = rows.with_columns(best=rows["speedup"].cum_max()).unique(
+            "best", keep="first", maintain_order=True
+        )
         ax.step(
             front["combined_gib"],
             front["best"],

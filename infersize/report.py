@@ -66,8 +66,8 @@ def render_spec(console: Console, d: dict[str, Any], units: str = "gib") -> None
     )
     verdict.append(f" on {d['gpu']['name']}, {d['utilization'] * 100:.1f}% utilized)")
     _line(console, "Combined VRAM", verdict)
-    _line(console, "Acceptance Rate α", f"{d['acceptance_rate']:g}")
     if dr:
+        _line(console, "Acceptance Rate α", f"{d['acceptance_rate']:g}")
         _line(console, "Draft Length K", str(d["draft_k"]))
         source = "" if d.get("latency_ratio_source") == "given" else " (roofline step times)"
         _line(console, "Latency Ratio γ", f"{d['latency_ratio']:.1f}x{source}")
@@ -168,9 +168,12 @@ def _render_next(console: Console, d: dict[str, Any]) -> None:
         _next(
             console,
             "Crossover batch",
-            f"{cross} (roofline: speculation stops paying)"
-            if cross
-            else "none up to 2048 (roofline)",
+            (
+                f"{cross} (roofline: speculation stops paying)"
+                if cross
+                else "none up to 2048 (roofline)"
+            )
+            + _fitting(d),
         )
     for note in d["notes"]:
         console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
@@ -182,6 +185,17 @@ def console(stderr: bool = False, quiet: bool = False) -> Console:
     return Console(stderr=stderr, quiet=quiet, width=None if stream.isatty() else 160)
 
 
+def _fitting(d: dict[str, Any]) -> str:
+    """The crossover ignores memory: say which batches fit at all."""
+    largest = d.get("max_fitting_batch_size")
+    if largest is None:
+        return "; no batch fits at this K"
+    return f"; batches up to {largest} fit in memory"
+
+
+WRAPPING = ("name", "target", "draft")
+
+
 def render_table(console: Console, title: str, columns: list[str], rows: list[list[Any]]) -> None:
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     for col in columns:
@@ -189,8 +203,9 @@ def render_table(console: Console, title: str, columns: list[str], rows: list[li
         table.add_column(
             col,
             justify="left" if text_column else "right",
-            no_wrap=col != "name",
-            min_width=len(col) if col != "name" else 12,
+            # long names wrap inside their cell; numbers and ids never lose a column
+            no_wrap=col not in WRAPPING,
+            min_width=len(col) if col not in WRAPPING else 12,
         )
     for row in rows:
         table.add_row(*(str(v) for v in row))

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from infersize.catalog import Catalog, GpuSpec, KvDtype
-from infersize.deployment import Side, crossover_batch, deployment_memory, deployment_speed
+from infersize.deployment import (
+    CROSSOVER_BATCHES,
+    Side,
+    crossover_batch,
+    deployment_memory,
+    deployment_speed,
+)
 from infersize.engines import Engine
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.latency import step_time_s
@@ -126,6 +132,23 @@ def _optimal_k(
     return int(choice.k), float(choice.speedup)
 
 
+def _max_fitting_batch(
+    target: Side, draft: Side, gpu: GpuSpec, engine: Engine, req: SpecRequest
+) -> int | None:
+    """Largest batch of the crossover ladder (1, 2, 4 ... 2048) that still fits at this K: the
+    crossover ignores memory, so a planner needs both."""
+    fits = deployment_memory(
+        target.numbers,
+        draft.numbers,
+        gpu.memory_bytes,
+        engine,
+        req.context_length,
+        CROSSOVER_BATCHES,
+        req.draft_k,
+    ).fits
+    return int(CROSSOVER_BATCHES[fits].max()) if fits.any() else None
+
+
 def _crossover_batch(target: Side, draft: Side, engine: Engine, req: SpecRequest) -> int | None:
     """Smallest batch at which the roofline speedup at the given α and K drops below 1."""
     batch = float(
@@ -220,6 +243,7 @@ def _speed_json(
         "speedup_at_optimal_k": at_best,
         "break_even_acceptance_rate": None if math.isnan(break_even) else break_even,
         "crossover_batch_size": _crossover_batch(target, draft, engine, req),
+        "max_fitting_batch_size": _max_fitting_batch(target, draft, gpu, engine, req),
     }
 
 
@@ -255,6 +279,12 @@ def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
     price = req.price_usd_per_hour if req.price_usd_per_hour is not None else gpu.price_usd_per_hour
     spec_tps = baseline_tps * data["speedup"]
     notes = _notes(req, catalog, target, draft, gpu)
+    if data["verdict"] == "OOM" and data.get("kv_pool_bytes", 0) > 0:
+        notes.append(
+            f"the batch needs more KV cache than vLLM's pool holds (it fits "
+            f"{data['max_concurrent_sequences']:.1f} sequences of this length): vLLM would queue "
+            "or preempt sequences rather than fail"
+        )
     data.update(
         baseline_tokens_per_s=baseline_tps,
         speculative_tokens_per_s=spec_tps,

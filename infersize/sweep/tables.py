@@ -67,7 +67,9 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
         "optimal_k": pa.array(scored.columns["optimal_k"][rows].astype(np.int64)),
     }
     for name, values in scored.columns.items():
-        if name not in ("optimal_k", "share_of_budget"):
+        if name == "crossover_batch_size":  # a batch size: integer, null when none up to 2048
+            columns[name] = _float(values[rows]).cast(pa.int64())
+        elif name not in ("optimal_k", "share_of_budget"):
             columns[name] = _float(values[rows])
     columns["fits"] = pa.array(scored.valid[rows])
     columns["verdict"] = pa.array(verdict(share), pa.string())
