@@ -103,6 +103,10 @@ OTHER = [
     (["sweep", "run", "{tmp}/good.yaml", "--jobs", "0"], "--jobs must be at least 1"),
     (["sweep", "run", "{tmp}/good.yaml", "--backend", "spark"], "--backend must be loky or dask"),
     (["best", "{tmp}/nowhere"], "no best_pairs.parquet there"),
+    (
+        ["sweep", "run", "{tmp}/good.yaml", "--scheduler", "tcp://127.0.0.1:1"],
+        "--scheduler needs --backend dask",
+    ),
     (["report", "{tmp}/nowhere"], "no manifest.json there"),
     (
         ["plot", "frontier", "{tmp}/nowhere", "--gpu", "h100", "--out", "{tmp}/f.png"],

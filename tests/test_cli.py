@@ -100,6 +100,8 @@ def test_json_has_the_stable_keys(runner):
             assert key in data[side], (side, key)
     assert data["target"]["weights_bytes"] == 15_231_233_024
     assert data["gpu"]["id"] == "a100-80gb-sxm"
+    # the crossover ignores memory; the largest batch of the same ladder that fits is beside it
+    assert data["max_fitting_batch_size"] in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
     parts = sum(data[s]["total_bytes"] for s in ("target", "draft")) + data["overhead_bytes"]
     assert data["combined_bytes"] == pytest.approx(parts, abs=2)
 

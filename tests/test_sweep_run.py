@@ -270,6 +270,21 @@ def test_cli_run_prints_the_summary_and_the_folder(runner, tmp_path):
     assert all(r["rank"] == 1 for r in data["rows"])
 
 
+def test_best_refuses_a_selection_the_sweep_does_not_have(runner, small_run):
+    _, out, _ = small_run
+    result = runner.invoke(app, ["best", str(out), "--context-length", "5000"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --context-length 5000 is not in the sweep; it has 2048, 32768\n"
+    )
+
+
+def test_crossover_is_a_nullable_integer_column(small_run):
+    _, out, _ = small_run
+    table = pq.read_table(out / "frontier.parquet")
+    assert str(table.schema.field("crossover_batch_size").type) == "int64"
+
+
 def test_best_errors(runner, tmp_path):
     result = runner.invoke(app, ["best", str(tmp_path)])
     assert result.exit_code == 2
