@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,11 +88,9 @@ def validate_request(req: SpecRequest) -> None:
 
 @dataclass
 class SpecReport:
-    """Everything `spec` prints. `data` holds the stable JSON keys of DESIGN §7."""
+    """Everything `spec` prints: `data` holds the stable JSON keys of DESIGN §7."""
 
     data: dict[str, Any]
-    gpu: GpuSpec
-    notes: list[str] = field(default_factory=list)
 
 
 def _side_json(side: Side, kv: float, workspace: float) -> dict[str, Any]:
@@ -294,7 +292,7 @@ def run_spec(req: SpecRequest, catalog: Catalog, engine: Engine) -> SpecReport:
         usd_per_mtok=None if price is None else price * req.tp / 3600.0 / spec_tps * 1e6,
         notes=notes,
     )
-    return SpecReport(data=data, gpu=gpu, notes=notes)
+    return SpecReport(data=data)
 
 
 def _notes(
