@@ -1,11 +1,11 @@
-"""Print the calibration table (measured, predicted, error) as Markdown for the README.
+"""Print the calibration table (measured, predicted, error) as Markdown for docs/modelling.md.
 Usage: python benchmarks/calibration_table.py"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from infersize.calibration import error, load_measurements, predict
+from infersize.service.calibration import error, load_measurements, predict
 
 ROOT = Path(__file__).resolve().parent.parent
 

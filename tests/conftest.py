@@ -7,7 +7,7 @@ from hypothesis import settings
 from typer.testing import CliRunner
 
 from infersize.catalog import Catalog, load_catalog
-from infersize.engines import get_engine
+from infersize.core.engines import get_engine
 
 SEED_ARGS = [
     "spec", "--target", "qwen2.5-7b", "--target-quant", "fp16", "--draft", "qwen2.5-0.5b",

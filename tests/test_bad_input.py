@@ -40,7 +40,10 @@ SPEC = [
     (spec_with(target_quant="int3"), "unknown precision 'int3'"),
     (spec_with(kv_dtype="fp7"), "unknown kv dtype 'fp7'"),
     (spec_with(engine="trt"), "unknown engine 'trt'"),
-    (spec_with(speedup_model="magic"), "--speedup-model must be one of"),
+    (
+        spec_with(speedup_model="magic"),
+        "unknown speedup model 'magic': choose leviathan, roofline, linear",
+    ),
     (spec_with(acceptance_rate="-0.1"), "--acceptance-rate must be in [0, 1]"),
     (spec_with(acceptance_rate="1.5"), "--acceptance-rate must be in [0, 1]"),
     (spec_with(acceptance_rate="nan"), "--acceptance-rate must be a finite number"),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infersize.calibration import error, load_measurements, predict
-from infersize.speculative import speedup_leviathan
+from infersize.core.speculative import speedup_leviathan
+from infersize.service.calibration import error, load_measurements, predict
 
 ROWS = load_measurements(Path(__file__).parent / "data" / "measurements.csv")
 BOUNDED = [r for r in ROWS if r["bounded"] == "yes" and r["kind"] != "leviathan_expected"]

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from infersize.checkpoints import load_folder, read_safetensors_header
+from infersize.catalog.checkpoint import load_folder, read_safetensors_header
+from infersize.catalog.gguf_file import load_gguf
+from infersize.catalog.hfconfig import CheckpointError
 from infersize.cli import app
-from infersize.gguf_file import load_gguf
-from infersize.hfconfig import CheckpointError
-from infersize.params import param_counts
+from infersize.core.params import param_counts
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -70,7 +70,7 @@ def test_local_folder_counts_and_bytes_are_exact(tmp_path):
     folder = write_folder(tmp_path / "tiny-llama", TINY, tensors)
     point = load_folder(folder)
     elements = sum(t.size for t in tensors.values())
-    assert param_counts(point.spec).total == elements == point.params_in_files
+    assert param_counts(point.model).total == elements == point.params_in_files
     assert point.weights.total == sum(t.nbytes for t in tensors.values())
     assert point.precision == "fp16"
 
@@ -154,7 +154,7 @@ def test_gptq_quantization_config_is_read(tmp_path):
        "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, "fp8")],
 )  # fmt: skip
 def test_quantization_methods(quant, expected):
-    from infersize.checkpoints import precision_of
+    from infersize.catalog.checkpoint import precision_of
 
     assert precision_of({"quantization_config": quant}) == expected
 
@@ -211,7 +211,7 @@ def test_gguf_counts_and_bytes_are_exact(tmp_path, runner):
     sizes = write_gguf(path, TINY)
     point = load_gguf(path)
     elements = sum(t.size for t in llama_tensors(TINY).values())
-    assert param_counts(point.spec).total == elements == point.params_in_files
+    assert param_counts(point.model).total == elements == point.params_in_files
     assert point.weights.total == sum(sizes.values())
     assert point.precision == "q8_0"
     # Q8_0 is 34 bytes per 32 weights (ggml block_q8_0)

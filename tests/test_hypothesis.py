@@ -6,10 +6,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersize import speculative as sd
 from infersize.catalog import load_catalog
-from infersize.deployment import deployment_memory, prepare_side
-from infersize.engines import get_engine
+from infersize.core import speculative as sd
+from infersize.core.deployment import deployment_numbers, prepare_side
+from infersize.core.engines import get_engine
+from infersize.core.fit import deployment_memory
 
 alphas = st.floats(0.0, 1.0)
 ks = st.integers(1, 32)
@@ -72,28 +73,12 @@ def test_memory_non_decreasing_in_context_and_batch(model, fmt, engine, c1, c2, 
         CATALOG.model(model), CATALOG.weight_format(fmt), CATALOG.kv_dtype("fp16"), gpu
     )
     eng = get_engine(engine)
+    pair = deployment_numbers(side, side, gpu)
     (c_lo, c_hi), (b_lo, b_hi) = sorted((c1, c2)), sorted((b1, b2))
-    small = deployment_memory(
-        side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_lo, k
-    ).combined
-    assert (
-        small
-        <= deployment_memory(
-            side.numbers, side.numbers, gpu.memory_bytes, eng, c_hi, b_lo, k
-        ).combined
-    )
-    assert (
-        small
-        <= deployment_memory(
-            side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_hi, k
-        ).combined
-    )
-    assert (
-        small
-        <= deployment_memory(
-            side.numbers, side.numbers, gpu.memory_bytes, eng, c_lo, b_lo, k + 1
-        ).combined
-    )
+    small = deployment_memory(pair, eng, c_lo, b_lo, k).combined
+    assert small <= deployment_memory(pair, eng, c_hi, b_lo, k).combined
+    assert small <= deployment_memory(pair, eng, c_lo, b_hi, k).combined
+    assert small <= deployment_memory(pair, eng, c_lo, b_lo, k + 1).combined
 
 
 @given(st.sampled_from(MODEL_IDS), st.sampled_from(FORMATS), st.sampled_from(FORMATS))
@@ -110,7 +95,7 @@ def test_memory_non_decreasing_in_bits(model, f1, f2):
     assert lo.weights.total <= hi.weights.total
 
 
-DENSE_IDS = [m for m in MODEL_IDS if not CATALOG.model(m).is_moe]
+DENSE_IDS = [m for m in MODEL_IDS if CATALOG.model(m).moe is None]
 
 
 # MoE models are left out on purpose: verifying K+1 tokens touches more experts than decoding
@@ -126,7 +111,7 @@ DENSE_IDS = [m for m in MODEL_IDS if not CATALOG.model(m).is_moe]
 def test_verification_cost_ratio(model, gpu_name, k, log_batch, context):
     """t_target(B, K+1) / t_target(B, 1) is about 1 at batch 1 (decode is bandwidth-bound),
     never below 1, and grows with the batch as the step turns compute-bound."""
-    from infersize.latency import step_time_s
+    from infersize.core.latency import step_time_s
 
     gpu = CATALOG.gpu(gpu_name)
     side = prepare_side(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infersize.deployment import deployment_speed, prepare_side
-from infersize.latency import step_time_s
+from infersize.core.deployment import prepare_side
+from infersize.core.latency import step_time_s
+from infersize.core.speed import deployment_speed
+from infersize.core.speedup import get_speedup_model
 
 
 def side(catalog, model, quant="bf16", gpu="h100", tp=1):
@@ -60,9 +62,9 @@ def test_roofline_speedup_falls_with_batch_70b_with_1b_draft(catalog, plain):
     target = side(catalog, "llama-3.1-70b", tp=2)
     draft = side(catalog, "llama-3.2-1b")
     batches = np.array([1, 4, 32, 128, 512])
-    s = deployment_speed(
-        target.numbers, draft.numbers, plain, 2048, batches, 0.7, 5, "roofline"
-    ).speedup
+    roofline = get_speedup_model("roofline")
+    s = deployment_speed(target.numbers, draft.numbers, plain, roofline, 2048, batches, 0.7, 5)
+    s = s.speedup
     assert s[0] > 2.0
     assert np.all(np.diff(s) < 0)
     assert s[-1] < 1.0

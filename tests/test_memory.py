@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infersize import memory as mem
-from infersize.deployment import deployment_memory, prepare_side
-from infersize.params import param_counts
+from infersize.core import memory as mem
+from infersize.core.deployment import deployment_numbers, prepare_side
+from infersize.core.fit import deployment_memory
+from infersize.core.params import param_counts
+from infersize.errors import InfersizeError
 
 
 def weights(catalog, model, quant, tp=1):
@@ -70,7 +72,7 @@ def test_tensor_parallel_splits_weights_and_kv_heads(catalog):
 
 
 def test_tp_must_divide_attention_heads(catalog):
-    with pytest.raises(mem.ValueRangeError, match="does not divide its 28 attention heads"):
+    with pytest.raises(InfersizeError, match="does not divide its 28 attention heads"):
         mem.check_tp(catalog.model("qwen2.5-7b"), 3)
 
 
@@ -80,7 +82,7 @@ def test_vllm_kv_pool_for_llama_3_8b_on_a100(catalog, vllm):
     side = prepare_side(
         catalog.model("llama-3.1-8b"), catalog.weight_format("bf16"), catalog.kv_dtype("bf16"), a100
     )
-    memory = deployment_memory(side.numbers, None, a100.memory_bytes, vllm, 8192, 1, 0)
+    memory = deployment_memory(deployment_numbers(side, None, a100), vllm, 8192, 1, 0)
     assert memory.kv_pool / mem.GIB == pytest.approx(55.11, rel=0.03)
     # the pool does not depend on max_model_len; tokens = pool / 131,072 B
     tokens = memory.max_concurrent_sequences * 8192
@@ -111,7 +113,7 @@ def test_draft_none_holds_only_the_target(catalog, plain):
     target = prepare_side(
         catalog.model("qwen2.5-7b"), catalog.weight_format("fp16"), catalog.kv_dtype("fp16"), gpu
     )
-    alone = deployment_memory(target.numbers, None, gpu.memory_bytes, plain, 4096, 1, 4)
+    alone = deployment_memory(deployment_numbers(target, None, gpu), plain, 4096, 1, 4)
     assert alone.draft_kv == 0 and alone.draft_workspace == 0
     assert (
         alone.target_kv

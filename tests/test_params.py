@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infersize.params import param_counts
+from infersize.core.params import param_counts
 
 with (Path(__file__).parent / "data/published_params.csv").open() as _f:
     PUBLISHED = list(csv.DictReader(_f))

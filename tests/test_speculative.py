@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 import scipy.special
 
-from infersize import speculative as sd
+from infersize.core import speculative as sd
+from infersize.core.speedup import StepTimes, alpha_for_speedup, get_speedup_model
+
+LEVIATHAN = get_speedup_model("leviathan")
 
 
 def test_expected_tokens_leviathan_value():
@@ -59,7 +62,7 @@ def test_lambert_wm1_matches_scipy(z):
 
 def test_break_even_alpha_solves_s_equals_one():
     k, gamma = 4, 12.4
-    alpha = sd.alpha_for_speedup(1.0, k, 1 + k / gamma)
+    alpha = alpha_for_speedup(LEVIATHAN, 1.0, k, StepTimes.from_latency_ratio(gamma))
     assert sd.speedup_leviathan(alpha, k, gamma) == pytest.approx(1.0, abs=1e-9)
 
 
@@ -68,16 +71,21 @@ def test_break_even_matches_scipy_brentq():
 
     for k, gamma in [(1, 3.0), (4, 12.4), (8, 50.0)]:
         expected = brentq(lambda a, k=k, g=gamma: sd.speedup_leviathan(a, k, g) - 1, 0, 1 - 1e-12)
-        assert sd.alpha_for_speedup(1.0, k, 1 + k / gamma) == pytest.approx(expected, abs=1e-9)
+        times = StepTimes.from_latency_ratio(gamma)
+        assert alpha_for_speedup(LEVIATHAN, 1.0, k, times) == pytest.approx(expected, abs=1e-9)
 
 
 def test_no_break_even_when_draft_is_slower():
     # γ = 0.5: one step costs 1 + K/γ = 9 target steps, more than the K+1 = 5 tokens it can emit
-    assert np.isnan(sd.alpha_for_speedup(1.0, 4, 1 + 4 / 0.5))
+    assert np.isnan(alpha_for_speedup(LEVIATHAN, 1.0, 4, StepTimes.from_latency_ratio(0.5)))
 
 
 def test_alpha_for_target_speedup_linear_closed_form():
-    alpha = sd.alpha_for_speedup(2.0, 4, 0.0, model="linear", latency_ratio=12.4)
+    # the linear formula has a closed form: α = (S · (1 + (K+1)/γ) − 1) / K
+    alpha = alpha_for_speedup(
+        get_speedup_model("linear"), 2.0, 4, StepTimes.from_latency_ratio(12.4)
+    )
+    assert alpha == pytest.approx((2.0 * (1 + 5 / 12.4) - 1) / 4, abs=1e-12)
     assert sd.speedup_linear(alpha, 4, 12.4) == pytest.approx(2.0)
 
 

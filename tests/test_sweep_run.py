@@ -126,7 +126,7 @@ def test_best_pairs_are_ranked_by_tokens_per_s_per_gpu(small_run):
     for _, group in best.group_by(groups):
         group = group.sort("rank")
         assert group["rank"].to_list() == list(range(1, group.height + 1))
-        assert (group["tokens_per_s_per_gpu"].diff().drop_nulls() <= 1e-9).all()
+        assert (group["speculative_tokens_per_s_per_gpu"].diff().drop_nulls() <= 1e-9).all()
         assert (group["speedup"] > 1.0).all()
 
 
@@ -386,7 +386,9 @@ def test_sweep_rows_equal_spec_for_the_same_cell(runner, tmp_path):
     assert spec["max_concurrent_sequences"] == pytest.approx(row["max_concurrent_sequences"])
     assert spec["speedup"] == pytest.approx(row["speedup"], rel=1e-12)
     assert spec["optimal_k"] == row["optimal_k"]
-    assert spec["speculative_tokens_per_s"] == pytest.approx(row["tokens_per_s"], rel=1e-12)
+    assert spec["speculative_tokens_per_s"] == pytest.approx(
+        row["speculative_tokens_per_s"], rel=1e-12
+    )
     assert spec["crossover_batch_size"] == row["crossover_batch_size"] or (
         spec["crossover_batch_size"] is None and row["crossover_batch_size"] is None
     )

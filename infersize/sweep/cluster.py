@@ -20,10 +20,10 @@ def dask_backend(scheduler: str | None) -> Iterator[None]:
     cluster = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(
+            cluster = LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
             )
-        client = Client(scheduler or cluster, timeout="10s")
+        client = Client(scheduler or cluster, timeout="10s")  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
@@ -32,6 +32,6 @@ def dask_backend(scheduler: str | None) -> Iterator[None]:
         with parallel_config(backend="dask"):
             yield
     finally:
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]
         if cluster is not None:
             cluster.close()

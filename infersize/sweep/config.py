@@ -7,14 +7,18 @@ sizes, {start: 1, stop: 256, factor: 2}. Field names avoid pydantic's `model_` p
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
+from infersize.core.arrays import FloatArray
+from infersize.core.engines import ENGINES
+from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.errors import InfersizeError
-from infersize.yamlfile import YamlDocument, read_yaml, validate
 
 
 class SweepConfigError(InfersizeError):
@@ -45,12 +49,13 @@ class Range(_Strict):
             raise ValueError("range has more than 100,000 values")
         return self
 
-    def values(self) -> np.ndarray:
+    def values(self) -> FloatArray:
         if self.step is not None:
             n = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
             return np.round(self.start + self.step * np.arange(n), 10)
-        n = math.floor(math.log(self.stop / self.start) / math.log(self.factor) + 1e-9) + 1
-        return np.round(self.start * self.factor ** np.arange(min(n, 100_001)), 10)
+        factor = float(self.factor or 2.0)  # the validator ensures one of step and factor
+        n = math.floor(math.log(self.stop / self.start) / math.log(factor) + 1e-9) + 1
+        return np.round(self.start * factor ** np.arange(min(n, 100_001)), 10)
 
 
 FloatAxis = Annotated[list[float], Field(min_length=1)] | Range
@@ -96,8 +101,8 @@ class SweepConfig(_Strict):
     batch_sizes: IntAxis = [1]
     acceptance_rates: FloatAxis
     draft_k: IntAxis = Range(start=1, stop=8, step=1)
-    speedup_model: Literal["leviathan", "roofline", "linear"] = "leviathan"
-    engine: Literal["plain", "vllm"] = "plain"
+    speedup_model: str = "leviathan"  # a key of the speedup-model registry
+    engine: str = "plain"  # a key of the engine registry
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     overhead_gib: float | None = Field(default=None, ge=0)
     memory_headroom: float = Field(default=0.0, ge=0, lt=1)
@@ -107,6 +112,16 @@ class SweepConfig(_Strict):
     catalog: list[str] = []
     output: OutputConfig = OutputConfig()
 
+    @field_validator("speedup_model")
+    @classmethod
+    def _known_speedup_model(cls, name: str) -> str:
+        return _registered(name, SPEEDUP_MODELS, "speedup model")
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, name: str) -> str:
+        return _registered(name, ENGINES, "engine")
+
     @model_validator(mode="after")
     def _pairs_or_lists(self) -> SweepConfig:
         if not self.pairs and not (self.targets and self.drafts):
@@ -114,7 +129,14 @@ class SweepConfig(_Strict):
         return self
 
 
-def axis_values(axis: FloatAxis | IntAxis) -> np.ndarray:
+def _registered(name: str, registry: Mapping[str, object], kind: str) -> str:
+    key = name.strip().lower()
+    if key not in registry:
+        raise ValueError(f"unknown {kind} '{name}': choose {', '.join(registry)}")
+    return key
+
+
+def axis_values(axis: FloatAxis | IntAxis) -> FloatArray:
     return axis.values() if isinstance(axis, Range) else np.asarray(axis, dtype=np.float64)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from itertools import product
 from pathlib import Path
@@ -16,13 +17,15 @@ from typing import Any
 import numpy as np
 
 from infersize import __version__
-from infersize.catalog import Catalog, load_catalog
+from infersize.catalog.records import Model
+from infersize.catalog.sources import resolve_model
+from infersize.catalog.store import Catalog, load_catalog
+from infersize.catalog.yamlfile import YamlDocument
+from infersize.core.arrays import FloatArray
+from infersize.core.deployment import draft_is_smaller, pairing_problem
+from infersize.core.evaluate import MAX_K
 from infersize.errors import InfersizeError
-from infersize.params import param_counts
-from infersize.sources import resolve_model
-from infersize.spec import MAX_K
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
-from infersize.yamlfile import YamlDocument
 
 
 @dataclass(frozen=True)
@@ -119,11 +122,12 @@ def _where(doc: YamlDocument, *loc: int | str) -> str:
     return f"{doc.path}: " + (f"line {line}: " if line else "") + f"key '{key}'"
 
 
-def _resolve(doc: YamlDocument, fn, name: str, *loc: int | str) -> str:
+def _resolve(doc: YamlDocument, lookup: Callable[[str], Any], name: str, *loc: int | str) -> str:
     try:
-        return fn(name).id
+        record_id: str = lookup(name).id
     except InfersizeError as exc:
         raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
+    return record_id
 
 
 def _model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -> str:
@@ -133,14 +137,14 @@ def _model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) 
         source = resolve_model(name, catalog)
     except InfersizeError as exc:
         raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
-    return source.spec.id if source.checkpoint is None else name
+    return source.model.id if source.checkpoint is None else name
 
 
-def _spec(catalog: Catalog, key: str):
-    return resolve_model(key, catalog).spec
+def _model(catalog: Catalog, key: str) -> Model:
+    return resolve_model(key, catalog).model
 
 
-def _int_axis(doc: YamlDocument, values: np.ndarray, key: str, low: int) -> tuple[int, ...]:
+def _int_axis(doc: YamlDocument, values: FloatArray, key: str, low: int) -> tuple[int, ...]:
     if np.any(values != np.round(values)) or np.any(values < low):
         raise SweepConfigError(f"{_where(doc, key)}: values must be whole numbers >= {low}")
     if len(set(values.tolist())) != len(values):
@@ -148,27 +152,27 @@ def _int_axis(doc: YamlDocument, values: np.ndarray, key: str, low: int) -> tupl
     return tuple(sorted(int(v) for v in values))
 
 
-def _alpha_axis(doc: YamlDocument, values: np.ndarray, *loc: int | str) -> tuple[float, ...]:
+def _alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[float, ...]:
     if not np.all(np.isfinite(values)) or np.any((values < 0) | (values > 1)):
         raise SweepConfigError(f"{_where(doc, *loc)}: acceptance rates must be in [0, 1]")
     return tuple(sorted({float(v) for v in values}))
 
 
-def _pairs(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
-) -> list[tuple[str, str, tuple[float, ...] | None]]:
+Pair = tuple[str, str, tuple[float, ...] | None]
+
+
+def _explicit_pairs(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> dict[Any, Any]:
     pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for i, pair in enumerate(cfg.pairs):
         target = _model_key(doc, catalog, pair.target, "pairs", i, "target")
         draft = _model_key(doc, catalog, pair.draft, "pairs", i, "draft")
-        t_tok, d_tok = (
-            _spec(catalog, target).tokenizer_family,
-            _spec(catalog, draft).tokenizer_family,
+        problem = pairing_problem(
+            _model(catalog, target), _model(catalog, draft), cfg.allow_cross_tokenizer
         )
-        if t_tok != d_tok and not cfg.allow_cross_tokenizer:
+        if problem:
             raise SweepConfigError(
-                f"{_where(doc, 'pairs', i)}: draft {draft} ({d_tok} tokenizer) does not share "
-                f"{target}'s tokenizer ({t_tok}); set allow_cross_tokenizer: true to pair them"
+                f"{_where(doc, 'pairs', i)}: {problem}; set allow_cross_tokenizer: true to "
+                "pair them"
             )
         alphas = None
         if pair.acceptance_rates is not None:
@@ -176,18 +180,21 @@ def _pairs(
                 doc, axis_values(pair.acceptance_rates), "pairs", i, "acceptance_rates"
             )
         pairs[(target, draft)] = alphas
+    return pairs
+
+
+def _pairs(
+    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
+) -> list[Pair]:
+    pairs = _explicit_pairs(cfg, doc, catalog)
     targets = [_model_key(doc, catalog, n, "targets", i) for i, n in enumerate(cfg.targets)]
     drafts = [_model_key(doc, catalog, n, "drafts", i) for i, n in enumerate(cfg.drafts)]
     for target, draft in product(targets, drafts):
-        t, d = _spec(catalog, target), _spec(catalog, draft)
-        if t.tokenizer_family != d.tokenizer_family and not cfg.allow_cross_tokenizer:
-            skipped["pairs with another tokenizer"] = (
-                skipped.get("pairs with another tokenizer", 0) + 1
-            )
-        elif param_counts(d).total >= param_counts(t).total:
-            skipped["drafts not smaller than their target"] = (
-                skipped.get("drafts not smaller than their target", 0) + 1
-            )
+        t, d = _model(catalog, target), _model(catalog, draft)
+        if pairing_problem(t, d, cfg.allow_cross_tokenizer):
+            _count(skipped, "pairs with another tokenizer")
+        elif not draft_is_smaller(t, d):
+            _count(skipped, "drafts not smaller than their target")
         else:
             pairs.setdefault((target, draft), None)
     if not pairs:
@@ -198,20 +205,20 @@ def _pairs(
     return [(t, d, a) for (t, d), a in pairs.items()]
 
 
+def _count(skipped: dict[str, int], reason: str) -> None:
+    skipped[reason] = skipped.get(reason, 0) + 1
+
+
 def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntry]:
     out = []
-    for i, entry in enumerate(cfg.gpus):
-        entry = GpuEntry(name=entry) if isinstance(entry, str) else entry
-        loc = ("gpus", i) if isinstance(cfg.gpus[i], str) else ("gpus", i, "name")
+    for i, item in enumerate(cfg.gpus):
+        entry = GpuEntry(name=item) if isinstance(item, str) else item
+        loc = ("gpus", i) if isinstance(item, str) else ("gpus", i, "name")
         out.append(entry.model_copy(update={"name": _resolve(doc, catalog.gpu, entry.name, *loc)}))
     return out
 
 
-def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ...] = ()) -> Plan:
-    catalog = load_catalog(tuple(Path(p) for p in catalog_files))
-    skipped: dict[str, int] = {}
-    contexts = _int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
-    batches = _int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
+def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
     ks = _int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
     if ks[-1] > MAX_K:
         raise SweepConfigError(f"{_where(doc, 'draft_k')}: K must be at most {MAX_K}")
@@ -219,45 +226,46 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         raise SweepConfigError(
             f"{_where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
         )
+    return ks
+
+
+def _settings(
+    cfg: SweepConfig,
+    doc: YamlDocument,
+    catalog: Catalog,
+    pairs: list[Pair],
+    skipped: dict[str, int],
+) -> tuple[Setting, ...]:
+    def names(key: str, lookup: Callable[[str], Any], values: list[str]) -> list[str]:
+        return [_resolve(doc, lookup, n, key, i) for i, n in enumerate(values)]
+
+    tq = names("target_quants", catalog.weight_format, cfg.target_quants)
+    dq = names("draft_quants", catalog.weight_format, cfg.draft_quants)
+    kvs = names("kv_dtypes", catalog.kv_dtype, cfg.kv_dtypes)
+    settings = set()
+    for gpu, (target, draft, own) in product(_gpus(cfg, doc, catalog), pairs):
+        for tp in gpu.tp:
+            if _model(catalog, target).num_attention_heads % tp:
+                _count(skipped, "tp sizes that do not divide the attention heads")
+                continue
+            price = gpu.price_usd_per_hour
+            for t_q, k_v, d_q in product(tq, kvs, dq):
+                settings.add(Setting(gpu.name, tp, target, t_q, k_v, draft, d_q, price, own))
+    order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
+    return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
+
+
+def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ...] = ()) -> Plan:
+    catalog = load_catalog(tuple(Path(p) for p in catalog_files))
+    skipped: dict[str, int] = {}
+    contexts = _int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
+    batches = _int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
+    ks = _k_axis(cfg, doc)
     alphas = set(_alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates"))
     pairs = _pairs(cfg, doc, catalog, skipped)
     for _, _, own in pairs:
         alphas |= set(own or ())
-    tq = [
-        _resolve(doc, catalog.weight_format, n, "target_quants", i)
-        for i, n in enumerate(cfg.target_quants)
-    ]
-    dq = [
-        _resolve(doc, catalog.weight_format, n, "draft_quants", i)
-        for i, n in enumerate(cfg.draft_quants)
-    ]
-    kvs = [_resolve(doc, catalog.kv_dtype, n, "kv_dtypes", i) for i, n in enumerate(cfg.kv_dtypes)]
-    settings = set()
-    for gpu, (target, draft, own), tp in (
-        (g, p, tp) for g in _gpus(cfg, doc, catalog) for p in pairs for tp in g.tp
-    ):
-        if _spec(catalog, target).num_attention_heads % tp:
-            skipped["tp sizes that do not divide the attention heads"] = (
-                skipped.get("tp sizes that do not divide the attention heads", 0) + 1
-            )
-            continue
-        price = gpu.price_usd_per_hour
-        for t_q, k_v, d_q in product(tq, kvs, dq):
-            settings.add(Setting(gpu.name, tp, target, t_q, k_v, draft, d_q, price, own))
-    ordered = tuple(
-        sorted(
-            settings,
-            key=lambda s: (
-                s.gpu,
-                s.target,
-                s.tp,
-                s.target_quant,
-                s.kv_dtype,
-                s.draft,
-                s.draft_quant,
-            ),
-        )
-    )
+    settings = _settings(cfg, doc, catalog, pairs, skipped)
     scoring = Scoring(
         cfg.speedup_model,
         cfg.engine,
@@ -267,9 +275,41 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         tuple(catalog_files),
     )
     plan = Plan(
-        cfg.name, ordered, contexts, batches, tuple(sorted(alphas)), ks, scoring, skipped=skipped
+        cfg.name, settings, contexts, batches, tuple(sorted(alphas)), ks, scoring, skipped=skipped
     )
     return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells))
+
+
+def _groups(settings: tuple[Setting, ...]) -> list[tuple[int, int]]:
+    """[start, end) of each run of settings with the same (gpu, target)."""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(settings) + 1):
+        if i == len(settings) or (settings[i].gpu, settings[i].target) != (
+            settings[start].gpu,
+            settings[start].target,
+        ):
+            groups.append((start, i))
+            start = i
+    return groups
+
+
+def _split_group(
+    group: tuple[int, int], n_c: int, n_b: int, per_cb: int, chunk_cells: int
+) -> list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]]:
+    """A (gpu, target) group too large for one chunk, as blocks of contexts (or of batches
+    within one context): (settings, contexts, batches) ranges."""
+    size = group[1] - group[0]
+    per_context = size * n_b * per_cb
+    if per_context <= chunk_cells:
+        step = max(1, chunk_cells // per_context)
+        return [(group, (c, min(c + step, n_c)), (0, n_b)) for c in range(0, n_c, step)]
+    step = max(1, chunk_cells // (size * per_cb))
+    return [
+        (group, (c, c + 1), (b, min(b + step, n_b)))
+        for c in range(n_c)
+        for b in range(0, n_b, step)
+    ]
 
 
 def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
@@ -277,41 +317,18 @@ def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
     of contexts (or of batches within one context)."""
     n_c, n_b = len(plan.contexts), len(plan.batches)
     per_cb = len(plan.alphas) * len(plan.ks)  # cells of one setting at one (context, batch)
-    groups: list[tuple[int, int]] = []
-    start = 0
-    for i in range(1, len(plan.settings) + 1):
-        s = plan.settings
-        if i == len(s) or (s[i].gpu, s[i].target) != (s[start].gpu, s[start].target):
-            groups.append((start, i))
-            start = i
-    chunks: list[Chunk] = []
+    blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []
     pack_start, pack_cells = None, 0
-
-    def emit(settings, contexts=(0, n_c), batches=(0, n_b)):
-        chunks.append(Chunk(len(chunks), settings, contexts, batches))
-
-    for g_start, g_end in groups:
+    for g_start, g_end in _groups(plan.settings):
         g_cells = (g_end - g_start) * n_c * n_b * per_cb
-        if g_cells <= chunk_cells:
-            if pack_start is not None and pack_cells + g_cells > chunk_cells:
-                emit((pack_start, g_start))
-                pack_start, pack_cells = None, 0
-            pack_start = g_start if pack_start is None else pack_start
-            pack_cells += g_cells
-            continue
-        if pack_start is not None:
-            emit((pack_start, g_start))
+        if pack_start is not None and (g_cells > chunk_cells or pack_cells + g_cells > chunk_cells):
+            blocks.append(((pack_start, g_start), (0, n_c), (0, n_b)))
             pack_start, pack_cells = None, 0
-        per_context = (g_end - g_start) * n_b * per_cb
-        if per_context <= chunk_cells:
-            step = max(1, chunk_cells // per_context)
-            for c in range(0, n_c, step):
-                emit((g_start, g_end), (c, min(c + step, n_c)))
-        else:
-            step = max(1, chunk_cells // ((g_end - g_start) * per_cb))
-            for c in range(n_c):
-                for b in range(0, n_b, step):
-                    emit((g_start, g_end), (c, c + 1), (b, min(b + step, n_b)))
+        if g_cells > chunk_cells:
+            blocks.extend(_split_group((g_start, g_end), n_c, n_b, per_cb, chunk_cells))
+            continue
+        pack_start = g_start if pack_start is None else pack_start
+        pack_cells += g_cells
     if pack_start is not None:
-        emit((pack_start, len(plan.settings)))
-    return tuple(chunks)
+        blocks.append(((pack_start, len(plan.settings)), (0, n_c), (0, n_b)))
+    return tuple(Chunk(i, *block) for i, block in enumerate(blocks))

@@ -8,14 +8,16 @@ restarts at every group boundary, exactly (no float offsets).
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
+from collections.abc import Sequence
+from typing import Any
 
-IntArray = NDArray[np.int64]
+import numpy as np
+
+from infersize.core.arrays import FloatArray, IntArray
 
 
 def pareto_front(
-    group: IntArray, memory: NDArray, speedup: NDArray, tiebreak: IntArray
+    group: IntArray, memory: FloatArray, speedup: FloatArray, tiebreak: IntArray
 ) -> IntArray:
     """Indices of the non-dominated rows, ordered by (group, memory, speedup desc, tiebreak)."""
     if group.size == 0:
@@ -27,7 +29,9 @@ def pareto_front(
     return order[key > best_before]
 
 
-def top_n(group: IntArray, sort_keys: tuple[NDArray, ...], n: int) -> tuple[IntArray, IntArray]:
+def top_n(
+    group: IntArray, sort_keys: tuple[FloatArray | IntArray, ...], n: int
+) -> tuple[IntArray, IntArray]:
     """The first `n` rows of each group under `sort_keys` (most significant first), and their
     1-based rank."""
     if group.size == 0:
@@ -40,7 +44,7 @@ def top_n(group: IntArray, sort_keys: tuple[NDArray, ...], n: int) -> tuple[IntA
     return order[keep], position[keep] + 1
 
 
-def codes(keys: list[tuple]) -> IntArray:
+def codes(keys: Sequence[tuple[Any, ...]]) -> IntArray:
     """Dense integer codes that sort like the keys."""
     distinct = {key: i for i, key in enumerate(sorted(set(keys)))}
     return np.array([distinct[key] for key in keys], dtype=np.int64)

@@ -22,14 +22,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import yaml
 
 from infersize import __version__
 from infersize.errors import InfersizeError
+from infersize.files import atomic_write
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask, score
+from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
 
-TABLES = ("frontier", "best_pairs")
 PARTS = ".parts"
 
 
@@ -45,13 +47,7 @@ class ChunkDone:
     rows: dict[str, int]
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-    tmp.replace(path)
-
-
-def _atomic_parquet(table, path: Path) -> None:
+def _atomic_parquet(table: pa.Table, path: Path) -> None:
     import pyarrow.parquet as pq
 
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -61,16 +57,12 @@ def _atomic_parquet(table, path: Path) -> None:
 
 def run_chunk(task: ChunkTask, out_dir: str) -> ChunkDone:
     """Worker entry point: score a chunk, write its parts, then its done-marker (last)."""
-    import pyarrow as pa
-
-    from infersize.sweep.tables import best_table, cells_tables, frontier_table
-
     pa.set_cpu_count(1)  # one worker per core: no nested thread pools
     start = time.perf_counter()
     scored = score(task)
     parts = Path(out_dir) / PARTS
     name = f"part-{task.index:06d}.parquet"
-    tables = {"frontier": frontier_table(task, scored), "best_pairs": best_table(task, scored)}
+    tables = {name: table.build(task, scored) for name, table in OUTPUT_TABLES.items()}
     for table_name, table in tables.items():
         _atomic_parquet(table, parts / table_name / name)
     if task.with_cells:
@@ -151,7 +143,7 @@ def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
         return {int(p.stem) for p in (parts / "done").glob("*.json")}
     shutil.rmtree(parts, ignore_errors=True)
     shutil.rmtree(out_dir / "cells", ignore_errors=True)
-    for sub in (*TABLES, "done"):
+    for sub in (*OUTPUT_TABLES, "done"):
         (parts / sub).mkdir(parents=True, exist_ok=True)
     atomic_write(state, json.dumps({"config_hash": plan_hash}))
     return set()
@@ -163,7 +155,7 @@ def _execute(
     from joblib import Parallel, delayed, parallel_config
 
     if not tasks:
-        return iter(())
+        return
     if backend == "dask":
         from infersize.sweep.cluster import dask_backend
 
@@ -180,7 +172,7 @@ def merge_tables(out_dir: Path, n_chunks: int, formats: list[str]) -> dict[str, 
     import polars as pl
 
     rows = {}
-    for name in TABLES:
+    for name in OUTPUT_TABLES:
         files = [str(out_dir / PARTS / name / f"part-{i:06d}.parquet") for i in range(n_chunks)]
         frame = pl.scan_parquet(files)
         if "parquet" in formats:

@@ -1,4 +1,4 @@
-"""Scoring one chunk: the same core as `spec`, broadcast over settings × context × batch × α × K,
+"""Scoring one chunk: the core's one `evaluate`, broadcast over settings × context × batch × α × K,
 reduced to its frontier and best-pair rows before it returns (bounded memory)."""
 
 from __future__ import annotations
@@ -6,16 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-from infersize.catalog import load_catalog
-from infersize.deployment import Side, crossover_batch, stack
-from infersize.engines import get_engine
-from infersize.memory import GIB
-from infersize.optimize import best_k
-from infersize.sources import resolve_side
-from infersize.speculative import expected_tokens
+from infersize.catalog.store import Catalog, load_catalog
+from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
+from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, stack
+from infersize.core.engines import Engine, get_engine
+from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
+from infersize.core.limits import crossover_batch
+from infersize.core.memory import GIB
+from infersize.core.speedup import get_speedup_model
+from infersize.service.resolve import resolve_side
 from infersize.sweep.plan import Scoring, Setting
+
+GRID_NDIM = 4  # (setting, context, batch, α)
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,16 @@ class ChunkTask:
 class Scored:
     """Row-wise results of a chunk: per (setting, context, batch, α) at the best K."""
 
-    columns: dict[str, NDArray]  # numeric columns, one value per row
-    setting: NDArray[np.int64]  # row → index into task.settings
-    valid: NDArray[np.bool_]  # the α applies to the setting's pair and some K fits
-    scenario: NDArray[np.int64]  # position of the row's α in its pair's own α list
-    cells: dict[str, NDArray] | None  # per (setting, context, batch, α, K), when asked
+    columns: dict[str, FloatArray]  # numeric columns, one value per row
+    setting: IntArray  # row → index into task.settings
+    valid: BoolArray  # the α applies to the setting's pair and some K fits
+    scenario: IntArray  # position of the row's α in its pair's own α list
+    cells: dict[str, FloatArray] | None  # per (setting, context, batch, α, K), when asked
 
 
-def _sides(task: ChunkTask) -> tuple[list[Side], list[Side], list[float], list[float]]:
-    catalog = load_catalog(tuple(task.scoring.catalog_files))
-    cache: dict[tuple, Side] = {}
+def _numbers(task: ChunkTask, catalog: Catalog) -> list[DeploymentNumbers]:
+    """Each setting's deployment numbers (sides shared between settings resolved once)."""
+    cache: dict[tuple[str, str, str, str, int], Side] = {}
 
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
         key = (model, quant, kv, gpu, tp)
@@ -56,96 +59,82 @@ def _sides(task: ChunkTask) -> tuple[list[Side], list[Side], list[float], list[f
             )[0]
         return cache[key]
 
-    targets, drafts, memory, prices = [], [], [], []
-    for s in task.settings:
-        targets.append(side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp))
-        drafts.append(side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, 1))
-        gpu = catalog.gpu(s.gpu)
-        memory.append(gpu.memory_bytes)
-        price = s.price_usd_per_hour if s.price_usd_per_hour is not None else gpu.price_usd_per_hour
-        prices.append(np.nan if price is None else price)
-    return targets, drafts, memory, prices
+    return [
+        deployment_numbers(
+            side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp),
+            side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, 1),
+            catalog.gpu(s.gpu),
+            s.price_usd_per_hour,
+        )
+        for s in task.settings
+    ]
+
+
+def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
+    context = floats(task.contexts).reshape(1, -1, 1, 1)
+    batch = floats(task.batches).reshape(1, 1, -1, 1)
+    alpha = floats(task.alphas).reshape(1, 1, 1, -1)
+    return context, batch, alpha
+
+
+def _columns(
+    best: Point, dep: DeploymentNumbers, task: ChunkTask, engine: Engine
+) -> dict[str, FloatArray]:
+    shape = best.k.shape  # (S, C, B, A)
+    mem = best.memory
+    context, _, alpha = _grid(task)
+
+    def full(values: FloatArray | None) -> FloatArray:
+        return np.full(shape, np.nan) if values is None else floats(np.broadcast_to(values, shape))
+
+    return {
+        "optimal_k": floats(best.k),
+        "speedup": best.speed.speedup,
+        "expected_tokens_per_step": full(best.speed.expected_tokens),
+        "latency_ratio": full(best.speed.latency_ratio),
+        "target_gib": (mem.target_weights + mem.target_kv + mem.target_workspace) / GIB,
+        "draft_gib": (mem.draft_weights + mem.draft_kv + mem.draft_workspace) / GIB,
+        "overhead_gib": full(mem.overhead / GIB),
+        "combined_gib": mem.combined / GIB,
+        "gpu_memory_gib": full(mem.device / GIB),
+        "utilization": mem.utilization,
+        "share_of_budget": mem.share,
+        "baseline_tokens_per_s": best.baseline_tokens_per_s,
+        "speculative_tokens_per_s": best.speculative_tokens_per_s,
+        "speculative_tokens_per_s_per_gpu": best.speculative_tokens_per_s_per_gpu,
+        "speculative_ms_per_token": best.speculative_ms_per_token,
+        "usd_per_mtok": best.usd_per_mtok,
+        # smallest batch at which speculation at this α and K stops paying (roofline)
+        "crossover_batch_size": crossover_batch(dep, engine, context, alpha, floats(best.k)),
+        # vLLM-style engines: the KV pool per GPU left after weights and activations, and how
+        # many sequences of this context it holds at once (null for the plain engine)
+        "kv_pool_gib": full(None if mem.kv_pool is None else mem.kv_pool / GIB),
+        "max_concurrent_sequences": full(mem.max_concurrent_sequences),
+    }
 
 
 def score(task: ChunkTask) -> Scored:
-    targets, drafts, memory, prices = _sides(task)
     how = task.scoring
+    catalog = load_catalog(tuple(task.scoring.catalog_files))
     engine = get_engine(how.engine, how.gpu_memory_utilization, how.overhead_gib)
-    n_s = len(task.settings)
-    t_num = stack([t.numbers for t in targets], ndim=5)  # (S, 1, 1, 1, 1): K axis comes last
-    d_num = stack([d.numbers for d in drafts], ndim=5)
-    memory_bytes = np.asarray(memory, dtype=np.float64).reshape(n_s, 1, 1, 1)
-    context = np.asarray(task.contexts, dtype=np.float64).reshape(1, -1, 1, 1)
-    batch = np.asarray(task.batches, dtype=np.float64).reshape(1, 1, -1, 1)
-    alpha = np.asarray(task.alphas, dtype=np.float64).reshape(1, 1, 1, -1)
-    budget_bytes = memory_bytes * (1.0 - how.memory_headroom)
-    choice = best_k(
-        t_num,
-        d_num,
-        budget_bytes[..., None],
-        engine,
-        context,
-        batch,
-        alpha,
-        np.asarray(task.ks),
-        how.speedup_model,
-    )
-    shape = choice.k.shape  # (S, C, B, A)
-    idx = choice.index[..., None]
-
-    def at_k(values: NDArray) -> NDArray:
-        full = np.broadcast_to(values, (*shape, len(task.ks)))
-        return np.take_along_axis(full, idx, axis=-1)[..., 0]
-
-    mem = choice.memory
-    t_weights = np.asarray([t.weights.total for t in targets], float).reshape(n_s, 1, 1, 1)
-    d_weights = np.asarray([d.weights.total for d in drafts], float).reshape(n_s, 1, 1, 1)
-    combined = at_k(mem.combined)
-    k = choice.k.astype(np.float64)
-    speedup = choice.speedup
-    t_target = np.broadcast_to(choice.speed.t_target_s[..., 0], shape)
-    tp = np.asarray([s.tp for s in task.settings], float).reshape(n_s, 1, 1, 1)
-    baseline_tps = batch / t_target
-    tokens_per_s = baseline_tps * speedup
-    price = np.asarray(prices, dtype=np.float64).reshape(n_s, 1, 1, 1)
-    columns = {
-        "optimal_k": choice.k,
-        "speedup": speedup,
-        "expected_tokens_per_step": expected_tokens(alpha, k),
-        "latency_ratio": np.broadcast_to(choice.speed.latency_ratio[..., 0], shape),
-        "target_gib": (t_weights + at_k(mem.target_kv) + at_k(mem.target_workspace)) / GIB,
-        "draft_gib": (d_weights + at_k(mem.draft_kv) + at_k(mem.draft_workspace)) / GIB,
-        "overhead_gib": np.broadcast_to(mem.overhead[..., 0] / GIB, shape),
-        "combined_gib": combined / GIB,
-        "gpu_memory_gib": np.broadcast_to(memory_bytes / GIB, shape),
-        "utilization": combined / memory_bytes,
-        "share_of_budget": combined / at_k(mem.budget),
-        "baseline_tokens_per_s": baseline_tps,
-        "tokens_per_s": tokens_per_s,
-        "tokens_per_s_per_gpu": tokens_per_s / tp,
-        "ms_per_token": t_target * 1e3 / speedup,
-        "usd_per_mtok": price * tp / 3600.0 / tokens_per_s * 1e6,
-        # smallest batch at which speculation at this α and K stops paying (roofline)
-        "crossover_batch_size": crossover_batch(t_num, d_num, engine, context, alpha, k),
-    }
-    # vLLM-style engines: the KV pool per GPU left after weights and activations, and how many
-    # sequences of this context it holds at once (null for the plain engine)
-    pooled = mem.kv_pool is not None
-    columns["kv_pool_gib"] = at_k(mem.kv_pool) / GIB if pooled else np.full(shape, np.nan)
-    columns["max_concurrent_sequences"] = (
-        at_k(mem.max_concurrent_sequences) if pooled else np.full(shape, np.nan)
-    )
+    dep = stack(_numbers(task, catalog), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
+    context, batch, alpha = _grid(task)
+    work = Workload(context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom)
+    ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
+    best = ev.optimal
+    shape = best.k.shape  # (S, C, B, A)
+    columns = _columns(best, dep, task, engine)
     scenario = acceptance_scenarios(task)
     applies = scenario >= 0
-    valid = applies & choice.fits
-    rows = {name: np.broadcast_to(v, shape).ravel() for name, v in columns.items()}
-    cells = _cells(task, choice, applies, shape) if task.with_cells else None
+    valid = applies & ev.fits_any
+    rows = {name: floats(np.broadcast_to(v, shape)).ravel() for name, v in columns.items()}
+    cells = _cells(task, ev, applies, shape) if task.with_cells else None
+    n_s = len(task.settings)
     setting = np.broadcast_to(np.arange(n_s).reshape(n_s, 1, 1, 1), shape).ravel()
-    scenario = np.broadcast_to(scenario, shape).ravel()
-    return Scored(rows, setting, valid.ravel(), scenario, cells)
+    return Scored(rows, setting, valid.ravel(), np.broadcast_to(scenario, shape).ravel(), cells)
 
 
-def acceptance_scenarios(task: ChunkTask) -> NDArray[np.int64]:
+def acceptance_scenarios(task: ChunkTask) -> IntArray:
     """(S, 1, 1, A): for each setting, the position of each swept α in that pair's own α list
     (-1 where it does not apply). Pairs with their own acceptance rates (a better draft accepts
     more) are compared scenario by scenario: the i-th α of each pair."""
@@ -157,7 +146,9 @@ def acceptance_scenarios(task: ChunkTask) -> NDArray[np.int64]:
     return scenario.reshape(len(task.settings), 1, 1, -1)
 
 
-def _cells(task: ChunkTask, choice, applies: NDArray, shape: tuple[int, ...]) -> dict[str, NDArray]:
+def _cells(
+    task: ChunkTask, ev: Evaluation, applies: BoolArray, shape: tuple[int, ...]
+) -> dict[str, FloatArray]:
     """Every (setting, context, batch, α, K) cell: speedup, memory and fit at that K."""
     full = (*shape, len(task.ks))
     keep = np.broadcast_to(applies[..., None], full).ravel()
@@ -168,7 +159,7 @@ def _cells(task: ChunkTask, choice, applies: NDArray, shape: tuple[int, ...]) ->
         "batch": grid[2][keep],
         "alpha": grid[3][keep],
         "k": np.asarray(task.ks)[grid[4][keep]],
-        "speedup": np.broadcast_to(choice.speed.speedup, full).ravel()[keep],
-        "combined_gib": np.broadcast_to(choice.memory.combined, full).ravel()[keep] / GIB,
-        "fits": np.broadcast_to(choice.memory.fits, full).ravel()[keep],
+        "speedup": np.broadcast_to(ev.speed.speedup, full).ravel()[keep],
+        "combined_gib": np.broadcast_to(ev.memory.combined, full).ravel()[keep] / GIB,
+        "fits": np.broadcast_to(ev.memory.fits, full).ravel()[keep],
     }

@@ -4,30 +4,33 @@ then cast to plain strings so every BI tool reads them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numpy.typing import NDArray
 
-from infersize.catalog import load_catalog
-from infersize.memory import verdict
+from infersize.catalog.store import load_catalog
+from infersize.core.arrays import FloatArray, IntArray
+from infersize.core.memory import verdict
 from infersize.sweep.reduce import codes, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
 
 
-def _per_setting(values: list, setting: NDArray) -> pa.Array:
+def _per_setting(values: Sequence[object], setting: IntArray) -> pa.Array:
     """A string column from one value per setting and the row → setting index."""
     return pa.DictionaryArray.from_arrays(
         pa.array(setting.astype(np.int32)), pa.array([str(v) for v in values])
     ).cast(pa.string())
 
 
-def _float(values: NDArray) -> pa.Array:
+def _float(values: FloatArray) -> pa.Array:
     values = np.asarray(values, dtype=np.float64)
     return pa.array(values, mask=~np.isfinite(values))
 
 
-def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
+def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray) -> pa.Table:
     settings = task.settings
     shape = (len(settings), len(task.contexts), len(task.batches), len(task.alphas))
     _, c, b, a = np.unravel_index(rows, shape)
@@ -82,7 +85,9 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: NDArray) -> pa.Table:
     return pa.table(columns)
 
 
-def _groups(task: ChunkTask, scored: Scored, inner: list[tuple] | None = None) -> NDArray[np.int64]:
+def _groups(
+    task: ChunkTask, scored: Scored, inner: list[tuple[object, ...]] | None = None
+) -> IntArray:
     """Dense group id per row, ordered by (gpu, target, context, batch, acceptance scenario
     [, inner key]) (the scenario is the α's position: the α itself unless pairs have their own): the
     order of the final tables, which chunk boundaries (whole (gpu, target) groups, then context
@@ -120,7 +125,8 @@ def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
     group = _groups(task, scored)
     speedup = scored.columns["speedup"]
     rows = np.flatnonzero(scored.valid & (speedup > 1.0))
-    per_gpu, combined = scored.columns["tokens_per_s_per_gpu"], scored.columns["combined_gib"]
+    per_gpu = scored.columns["speculative_tokens_per_s_per_gpu"]
+    combined = scored.columns["combined_gib"]
     picked, rank = top_n(
         group[rows],
         (-per_gpu[rows], -speedup[rows], combined[rows], scored.setting[rows]),
@@ -133,7 +139,8 @@ def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
 def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
     """The per-cell rows of a chunk, one table per GPU (hive partition gpu=<id>)."""
     cells = scored.cells
-    assert cells is not None
+    if cells is None:
+        return {}
     s = cells["setting"]
     gpus = np.asarray([x.gpu for x in task.settings])
     out = {}
@@ -158,3 +165,40 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
             }
         )
     return out
+
+
+@dataclass(frozen=True)
+class OutputTable:
+    """One table a sweep writes: each chunk builds its rows, the run concatenates them in chunk
+    order (which is the table's sorted order) into NAME.parquet and NAME.csv."""
+
+    name: str
+    description: str
+    build: Callable[[ChunkTask, Scored], pa.Table]
+
+
+OUTPUT_TABLES: dict[str, OutputTable] = {}
+
+
+def register_table(table: OutputTable) -> OutputTable:
+    OUTPUT_TABLES[table.name] = table
+    return table
+
+
+register_table(
+    OutputTable(
+        "frontier",
+        "per (GPU, TP, target, target precision, KV dtype, context, batch, α scenario): the "
+        "drafts and draft precisions, each at its best fitting K, that are Pareto-optimal in "
+        "(combined memory ↓, speedup ↑)",
+        frontier_table,
+    )
+)
+register_table(
+    OutputTable(
+        "best_pairs",
+        "per (GPU, target, context, batch, α scenario): the top options that beat plain "
+        "decoding, ranked by speculative tokens/s per GPU",
+        best_table,
+    )
+)

@@ -1,0 +1,166 @@
+"""A Hugging Face config.json as a Model: the architectures infersize can count exactly.
+
+Each model_type names the config keys it reads; a missing key is an error naming it, an
+unknown model_type an error listing what is supported. Defaults follow transformers' own config
+classes (e.g. LlamaConfig ties no embeddings, GemmaConfig does)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from infersize.catalog.records import Model
+from infersize.errors import InfersizeError
+
+
+class CheckpointError(InfersizeError):
+    """A local or Hub checkpoint that cannot be read: missing files or fields, corrupt headers."""
+
+
+# model_type -> (family used in ids, tied-embedding default, fixed fields)
+ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
+    "llama": ("llama", False, {}),
+    "mistral": ("mistral", False, {}),
+    "mixtral": ("mixtral", False, {}),
+    "qwen2": ("qwen2", False, {"qkv_bias": True}),
+    "qwen2_moe": ("qwen2-moe", False, {"qkv_bias": True}),
+    "qwen3": ("qwen3", False, {"qk_norm": True}),
+    "qwen3_moe": ("qwen3-moe", False, {"qk_norm": True}),
+    "gemma": ("gemma", True, {}),
+    "gemma2": ("gemma-2", True, {"norms_per_layer": 4}),
+    "gemma3_text": ("gemma-3", True, {"norms_per_layer": 4, "qk_norm": True}),
+    "phi3": ("phi-3", False, {}),
+    "granite": ("granite", True, {}),
+    "deepseek_v2": ("deepseek-v2", False, {}),
+    "deepseek_v3": ("deepseek-v3", False, {"router_bias": True}),
+}
+
+# (model_type family, vocab size) -> tokenizer family shared with the catalog
+TOKENIZERS = {
+    ("llama", 32000): "llama2", ("llama", 128256): "llama3", ("mistral", 32000): "mistral-v1",
+    ("mixtral", 32000): "mistral-v1", ("mistral", 32768): "mistral-v3",
+    ("mixtral", 32768): "mistral-v3", ("mistral", 131072): "tekken", ("gemma", 256000): "gemma",
+    ("gemma-2", 256000): "gemma", ("gemma-3", 262144): "gemma3", ("gemma-3", 262208): "gemma3",
+    ("phi-3", 32064): "phi3", ("deepseek-v2", 102400): "deepseek-v2",
+    ("deepseek-v3", 129280): "deepseek-v3",
+}  # fmt: skip
+QWEN_VOCABS = (151936, 152064)
+
+
+def tokenizer_family(family: str, vocab_size: int) -> str:
+    if family.startswith("qwen") and vocab_size in QWEN_VOCABS:
+        return "qwen2"  # Qwen2, Qwen2.5 and Qwen3 share one BPE vocabulary
+    return TOKENIZERS.get((family, vocab_size), f"{family}-{vocab_size}")
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Multimodal checkpoints (Gemma-3 4B+) nest the language model under text_config."""
+    if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
+        return {"model_type": "gemma3_text", **config["text_config"]}
+    return config
+
+
+def _sliding_layers(config: dict[str, Any], layers: int) -> int | None:
+    if isinstance(config.get("layer_types"), list):
+        return sum(1 for t in config["layer_types"] if t == "sliding_attention")
+    pattern = config.get("sliding_window_pattern")
+    if config.get("model_type") == "gemma3_text":  # 5 local layers to 1 global (Gemma-3 report)
+        return layers - layers // int(pattern or 6)
+    if config.get("model_type") == "gemma2":  # alternating local and global layers
+        return layers // 2
+    return None
+
+
+def _moe(config: dict[str, Any]) -> dict[str, Any]:
+    experts = (
+        config.get("num_local_experts")
+        or config.get("num_experts")
+        or config.get("n_routed_experts")
+    )
+    if not experts:
+        return {}
+    out = {"num_experts": experts, "num_experts_per_tok": config["num_experts_per_tok"]}
+    if config.get("moe_intermediate_size"):
+        out["moe_intermediate_size"] = config["moe_intermediate_size"]
+    if config.get("shared_expert_intermediate_size"):
+        out["shared_expert_intermediate_size"] = config["shared_expert_intermediate_size"]
+    if config.get("n_shared_experts"):
+        out["num_shared_experts"] = config["n_shared_experts"]
+    if config.get("first_k_dense_replace"):
+        out["first_k_dense_replace"] = config["first_k_dense_replace"]
+    return out
+
+
+def _mla(config: dict[str, Any]) -> dict[str, Any]:
+    if not config.get("kv_lora_rank"):
+        return {}
+    keys = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    out = {key: config[key] for key in keys}
+    if config.get("q_lora_rank"):
+        out["q_lora_rank"] = config["q_lora_rank"]
+    return out
+
+
+def safe_id(name: str) -> str:
+    """A catalog-style id from a folder or file name (no spaces or separators)."""
+    cleaned = re.sub(r"[^a-z0-9._+-]+", "-", name.lower()).strip("-.")
+    return cleaned[:100] or "model"
+
+
+def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where: str) -> Model:
+    """Model from config.json; `where` names the file in errors."""
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{where}: expected a JSON object")
+    config = _text_config(config)
+    model_type = config.get("model_type")
+    if model_type not in ARCHITECTURES:
+        raise CheckpointError(
+            f"{where}: unknown architecture '{model_type}' (model_type); "
+            f"infersize knows {', '.join(sorted(ARCHITECTURES))}"
+        )
+    family, tied_default, fixed = ARCHITECTURES[model_type]
+    try:
+        layers = config["num_hidden_layers"]
+        fields: dict[str, Any] = {
+            "hidden_size": config["hidden_size"],
+            "intermediate_size": config["intermediate_size"],
+            "num_hidden_layers": layers,
+            "num_attention_heads": config["num_attention_heads"],
+            "num_key_value_heads": config.get("num_key_value_heads")
+            or config["num_attention_heads"],
+            "vocab_size": config["vocab_size"],
+            "max_position_embeddings": config.get("max_position_embeddings", 4096),
+        }
+    except KeyError as exc:
+        raise CheckpointError(f"{where}: missing '{exc.args[0]}'") from None
+    if config.get("head_dim") and not config.get("kv_lora_rank"):
+        fields["head_dim"] = config["head_dim"]
+    if config.get("attention_bias"):
+        fields["qkv_bias"] = fields["o_proj_bias"] = True
+    if config.get("sliding_window") and config.get("use_sliding_window", True):
+        fields["sliding_window"] = config["sliding_window"]
+        window_layers = _sliding_layers(config, layers)
+        if window_layers is not None:
+            fields["sliding_window_layers"] = window_layers
+    declared = str(config.get("torch_dtype") or config.get("dtype") or "")
+    dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(declared)
+    try:
+        return Model(
+            id=safe_id(model_id),
+            hf_repo=hf_repo,
+            family=family,
+            tokenizer_family=tokenizer_family(family, config["vocab_size"]),
+            architecture=model_type,
+            tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
+            checkpoint_dtype=dtype,
+            **fields,
+            **fixed,
+            **_moe(config),
+            **_mla(config),
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "config"
+        raise CheckpointError(f"{where}: {key}: {err['msg']}") from None

@@ -1,0 +1,232 @@
+"""Catalog records: frozen, validated, units in the field names.
+
+`Model` keeps Hugging Face config.json field names so a config maps onto it key for key; the
+optional mixture-of-experts and latent-attention fields are read through the typed views `moe`
+and `mla`, which are None for models without them (the type says what is there, no flags).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+
+class Record(BaseModel):
+    """Catalog records are frozen and reject unknown keys, so a typo fails at load."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Ids name output partitions (cells/gpu=<id>/) and table rows: no path separators or spaces.
+CatalogId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
+
+
+@dataclass(frozen=True)
+class Moe:
+    """Mixture-of-experts layers (Mixtral, Qwen-MoE, DeepSeek)."""
+
+    num_experts: int  # routed experts per MoE layer
+    num_experts_per_tok: int
+    expert_intermediate_size: int
+    num_shared_experts: int  # DeepSeek: always-on experts of the routed size
+    shared_expert_intermediate_size: int | None  # Qwen-MoE: one shared expert of its own size
+    first_k_dense_replace: int  # DeepSeek: the first k layers keep a dense MLP
+    router_bias: bool  # DeepSeek-V3: one score-correction bias per routed expert
+
+
+@dataclass(frozen=True)
+class Mla:
+    """Multi-head latent attention (DeepSeek-V2 §2.1): the cache holds one latent per token."""
+
+    q_lora_rank: int | None  # None: q projected directly from the hidden state
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+class Model(Record):
+    """Architecture of one model, with Hugging Face config.json field names."""
+
+    id: CatalogId
+    hf_repo: str
+    family: str
+    tokenizer_family: str
+    architecture: str
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    num_key_value_heads: PositiveInt
+    head_dim: PositiveInt | None = None  # only where config.json sets it; else hidden / heads
+    vocab_size: PositiveInt
+    tie_word_embeddings: bool
+    qkv_bias: bool = False
+    o_proj_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False  # Qwen3: RMSNorm(head_dim) on q and k in every layer
+    norms_per_layer: PositiveInt = 2  # Gemma-2 has 4 (pre/post attention and MLP)
+    sliding_window: PositiveInt | None = None
+    sliding_window_layers: int | None = Field(default=None, ge=0)  # None: every layer
+    num_experts: PositiveInt | None = None
+    num_experts_per_tok: PositiveInt | None = None
+    moe_intermediate_size: PositiveInt | None = None  # None: intermediate_size
+    num_shared_experts: int = Field(default=0, ge=0)
+    shared_expert_intermediate_size: PositiveInt | None = None
+    first_k_dense_replace: int = Field(default=0, ge=0)
+    router_bias: bool = False
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_nope_head_dim: PositiveInt | None = None
+    qk_rope_head_dim: PositiveInt | None = None
+    v_head_dim: PositiveInt | None = None
+    extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
+    max_position_embeddings: PositiveInt
+    checkpoint_dtype: str | None = None
+    published_params: PositiveInt | None = None
+    published_active_params: PositiveInt | None = None
+    published_params_source: str | None = None
+    sources: list[str] = []
+    notes: str | None = None
+    aliases: list[str] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Model:
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
+        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                "hidden_size must divide by num_attention_heads when head_dim is unset"
+            )
+        if (self.num_experts is None) != (self.num_experts_per_tok is None):
+            raise ValueError("num_experts and num_experts_per_tok go together")
+        if self.sliding_window_layers and self.sliding_window_layers > self.num_hidden_layers:
+            raise ValueError("sliding_window_layers exceeds num_hidden_layers")
+        mla = (self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)
+        if any(v is not None for v in mla) and any(v is None for v in mla):
+            raise ValueError(
+                "MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim together"
+            )
+        if self.first_k_dense_replace > self.num_hidden_layers:
+            raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
+        return self
+
+    @property
+    def head_dim_resolved(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def moe(self) -> Moe | None:
+        if self.num_experts is None or self.num_experts_per_tok is None:
+            return None
+        return Moe(
+            num_experts=self.num_experts,
+            num_experts_per_tok=self.num_experts_per_tok,
+            expert_intermediate_size=self.moe_intermediate_size or self.intermediate_size,
+            num_shared_experts=self.num_shared_experts,
+            shared_expert_intermediate_size=self.shared_expert_intermediate_size,
+            first_k_dense_replace=self.first_k_dense_replace,
+            router_bias=self.router_bias,
+        )
+
+    @property
+    def mla(self) -> Mla | None:
+        if (
+            self.kv_lora_rank is None
+            or self.qk_nope_head_dim is None
+            or self.qk_rope_head_dim is None
+            or self.v_head_dim is None
+        ):
+            return None
+        return Mla(
+            self.q_lora_rank,
+            self.kv_lora_rank,
+            self.qk_nope_head_dim,
+            self.qk_rope_head_dim,
+            self.v_head_dim,
+        )
+
+
+ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
+
+
+class Gpu(Record):
+    """One accelerator. memory_bytes is what the CUDA runtime reports, not the marketing figure."""
+
+    id: CatalogId
+    name: str
+    aliases: list[str] = []
+    vendor: Literal["nvidia", "amd", "other"] = "nvidia"
+    marketed_memory_gb: float | None = None
+    nvidia_smi_total_mib: int | None = None
+    memory_bytes: PositiveInt
+    memory_source: str
+    bandwidth_gb_per_s: float = Field(gt=0)
+    fp16_tflops: float = Field(gt=0)
+    bf16_tflops: float | None = Field(default=None, gt=0)
+    fp8_tflops: float | None = Field(default=None, gt=0)
+    int8_tops: float | None = Field(default=None, gt=0)
+    fp4_tflops: float | None = Field(default=None, gt=0)
+    interconnect: str | None = None
+    interconnect_gb_per_s: float | None = Field(default=None, gt=0)
+    price_usd_per_hour: float | None = Field(default=None, ge=0)
+    price_source: str | None = None
+    sources: list[str] = []
+
+    def peak_flops(self, compute_dtype: ComputeDtype) -> float:
+        """Dense tensor-core peak (FLOP/s) for a compute dtype, falling back to fp16 where the
+        part lacks the faster unit (fp8 weights on an A100 run as fp16 through Marlin kernels)."""
+        rate = {
+            "bf16": self.bf16_tflops,
+            "fp8": self.fp8_tflops,
+            "int8": self.int8_tops,
+            "fp4": self.fp4_tflops or self.fp8_tflops,
+            "fp32": None,
+        }.get(compute_dtype)
+        return (rate or self.fp16_tflops) * 1e12
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gb_per_s * 1e9
+
+
+class WeightFormat(Record):
+    """A weight precision: bits per weight of linear layers (scales included) and the rest."""
+
+    id: CatalogId
+    name: str
+    linear_bits_per_weight: float = Field(gt=0, le=32)
+    embedding_bits: float = Field(gt=0, le=32)
+    lm_head_bits: float = Field(gt=0, le=32)
+    norm_bits: float = Field(gt=0, le=32)
+    compute_dtype: ComputeDtype
+    exact: bool
+    aliases: list[str] = []
+
+
+class KvDtype(Record):
+    id: CatalogId
+    bytes_per_element: float = Field(gt=0)
+    aliases: list[str] = []
+
+
+@dataclass(frozen=True)
+class ComponentBytes:
+    """Weight bytes by component: of a whole checkpoint (read from its files) or of one GPU."""
+
+    embedding: int
+    lm_head: int  # 0 when tied to the embedding
+    linear: int
+    small: int  # norms, biases, routers
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.lm_head + self.linear + self.small
+
+    @property
+    def read_per_step(self) -> int:
+        """Bytes a decode step streams: everything but the embedding table, of which only
+        the looked-up rows are read (a tied embedding is read in full as the lm_head)."""
+        return self.total - self.embedding + (self.embedding if self.lm_head == 0 else 0)

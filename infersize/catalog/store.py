@@ -1,0 +1,132 @@
+"""The catalogs (configs/*.yaml) loaded into records, and name resolution.
+
+Catalogs are data: adding a model, GPU or precision is a YAML change. User overlays
+(`--catalog FILE`) are validated by the same schema and may add entries or replace built-in ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import Field
+
+from infersize.catalog.records import Gpu, KvDtype, Model, Record, WeightFormat
+from infersize.catalog.yamlfile import read_yaml, validate
+from infersize.errors import CatalogError, UnknownNameError
+
+R = TypeVar("R", bound=Record)
+
+
+class _CatalogFile(Record):
+    sources: dict[str, str] = Field(default_factory=dict)
+    models: list[dict[str, Any]] = Field(default_factory=list)
+    gpus: list[dict[str, Any]] = Field(default_factory=list)
+    weight_formats: list[dict[str, Any]] = Field(default_factory=list)
+    kv_dtypes: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Table(Generic[R]):
+    """Records of one kind by id, plus every lower-cased name (id, alias, HF repo) → id."""
+
+    kind: str
+    schema: type[R]
+    records: dict[str, R] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def add(self, record: R, origin: Path) -> None:
+        record_id: str = getattr(record, "id")  # noqa: B009 - every catalog record has an id
+        if record_id in self.records:  # an overlay replaces a built-in entry with the same id
+            self.names.update({k: v for k, v in self.names.items() if v != record_id})
+        self.records[record_id] = record
+        for name in [record_id, *getattr(record, "aliases", []), getattr(record, "hf_repo", "")]:
+            if not name:
+                continue
+            owner = self.names.get(name.lower())
+            if owner not in (None, record_id):
+                raise CatalogError(
+                    f"{origin}: {self.kind} '{record_id}': name '{name}' is already used by "
+                    f"'{owner}'"
+                )
+            self.names[name.lower()] = record_id
+
+    def get(self, name: str) -> R:
+        key = self.names.get(name.strip().lower())
+        if key is None:
+            known = [n for n in self.names if "/" not in n]
+            hint = "" if self.kind in ("model", "gpu") else "see configs/precisions.yaml"
+            raise UnknownNameError(self.kind, name, known, hint)
+        return self.records[key]
+
+    def is_alias(self, name: str) -> bool:
+        """True when `name` reached a record through an alias rather than its id."""
+        return name.strip().lower() != self.names.get(name.strip().lower(), "").lower()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: Table[Model]
+    gpus: Table[Gpu]
+    weight_formats: Table[WeightFormat]
+    kv_dtypes: Table[KvDtype]
+    files: tuple[Path, ...]
+
+    def model(self, name: str) -> Model:
+        return self.models.get(name)
+
+    def gpu(self, name: str) -> Gpu:
+        return self.gpus.get(name)
+
+    def weight_format(self, name: str) -> WeightFormat:
+        return self.weight_formats.get(name)
+
+    def kv_dtype(self, name: str) -> KvDtype:
+        return self.kv_dtypes.get(name)
+
+
+def builtin_config_dir() -> Path:
+    """configs/ inside the installed wheel, or at the top of a source checkout."""
+    packaged = Path(str(resources.files("infersize"))) / "configs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "configs"
+
+
+BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml")
+
+
+def _load_file(path: Path, catalog: Catalog) -> None:
+    doc = read_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise CatalogError(f"{path}: expected a mapping with models/gpus/weight_formats/kv_dtypes")
+    validate(doc, _CatalogFile, doc.data)
+    tables: dict[str, Table[Any]] = {
+        "models": catalog.models,
+        "gpus": catalog.gpus,
+        "weight_formats": catalog.weight_formats,
+        "kv_dtypes": catalog.kv_dtypes,
+    }
+    for section, table in tables.items():
+        for index, entry in enumerate(doc.data.get(section) or []):
+            table.add(validate(doc, table.schema, entry, (section, index)), path)
+
+
+@lru_cache(maxsize=8)
+def load_catalog(overlays: tuple[Path, ...] = ()) -> Catalog:
+    """Built-in catalogs, then each overlay file in order (later entries replace earlier ones)."""
+    base = builtin_config_dir()
+    files = tuple(base / name for name in BUILTIN_FILES) + tuple(Path(p) for p in overlays)
+    catalog = Catalog(
+        Table("model", Model),
+        Table("gpu", Gpu),
+        Table("precision", WeightFormat),
+        Table("kv dtype", KvDtype),
+        files=files,
+    )
+    for path in files:
+        _load_file(path, catalog)
+    return catalog

@@ -1,0 +1,87 @@
+"""Options shared by several commands, declared once (Annotated) with their help text.
+Choices that grow (engines, speedup models) list their registry in the help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infersize.core.engines import ENGINES
+from infersize.core.speedup import SPEEDUP_MODELS
+
+Target = Annotated[
+    str,
+    typer.Option(
+        "--target",
+        help="Target: catalog id or alias, a local HF folder, a .gguf file, or hf:ORG/NAME.",
+    ),
+]
+TargetQuant = Annotated[
+    str,
+    typer.Option(
+        "--target-quant",
+        help="Target weight precision (auto: the checkpoint's own, exact bytes from its files).",
+    ),
+]
+Draft = Annotated[str, typer.Option("--draft", help="Draft model, or 'none' for the target alone.")]
+DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight precision.")]
+Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
+ContextLength = Annotated[int, typer.Option("--context-length", help="Tokens per sequence.")]
+AcceptanceRate = Annotated[
+    float, typer.Option("--acceptance-rate", help="α: probability a draft token is accepted.")
+]
+DraftK = Annotated[int, typer.Option("--draft-k", help="K: draft tokens per verification step.")]
+BatchSize = Annotated[int, typer.Option("--batch-size", help="Concurrent sequences.")]
+KvDtype = Annotated[
+    str, typer.Option("--kv-dtype", help="KV cache dtype (fp16, bf16, fp8, q8_0, q4_0, fp32).")
+]
+Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs for the target.")]
+Engine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Memory rules and latency constants: "
+        + "; ".join(f"{name}: {e.description}" for name, e in ENGINES.items())
+        + ".",
+    ),
+]
+GpuMemoryUtilization = Annotated[
+    float | None,
+    typer.Option("--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."),
+]
+SpeedupModel = Annotated[
+    str,
+    typer.Option(
+        "--speedup-model",
+        help="How the speedup is computed: "
+        + "; ".join(f"{name}: {m.summary}" for name, m in SPEEDUP_MODELS.items())
+        + ".",
+    ),
+]
+LatencyRatio = Annotated[
+    float | None,
+    typer.Option("--latency-ratio", help="γ = target step / draft step; default: roofline."),
+]
+OverheadGib = Annotated[
+    float | None,
+    typer.Option("--overhead-gib", help="Runtime overhead per GPU, GiB (default per engine)."),
+]
+MaxK = Annotated[int, typer.Option("--max-k", help="Largest K searched for the optimum.")]
+Price = Annotated[
+    float | None, typer.Option("--price-usd-per-hour", help="GPU price override ($ per GPU-hour).")
+]
+AllowCrossTokenizer = Annotated[
+    bool,
+    typer.Option("--allow-cross-tokenizer", help="Size a draft with another tokenizer anyway."),
+]
+CatalogFiles = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog", help="Overlay YAML with your own models/gpus/precisions (repeatable)."
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")]
+FigureOut = Annotated[Path, typer.Option("--out", "-o", help="Figure file, .png or .svg.")]
+OutputDir = Annotated[Path, typer.Argument(help="A sweep's output folder.")]

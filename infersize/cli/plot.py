@@ -1,0 +1,117 @@
+"""`infersize plot k|batch|frontier`: figures, through the same evaluation as `spec`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from infersize.cli import options as opt
+from infersize.cli.app import app
+from infersize.errors import InfersizeError
+
+if TYPE_CHECKING:
+    from infersize.service.spec_result import SpecResult
+
+plot_app = typer.Typer(
+    help="Figures: speedup vs K, frontier per GPU, speedup vs batch.", no_args_is_help=True
+)
+app.add_typer(plot_app, name="plot")
+
+
+@plot_app.command("k")
+def plot_k(
+    alpha: Annotated[
+        list[float], typer.Option("--alpha", help="Acceptance rates, one curve each (repeat).")
+    ],
+    latency_ratio: Annotated[
+        float, typer.Option("--latency-ratio", help="γ = target step / draft step.")
+    ],
+    out: opt.FigureOut,
+    max_k: opt.MaxK = 16,
+) -> None:
+    """Speedup vs K for several α at one γ, the optimal K marked."""
+    from infersize.service.curves import speedup_vs_k
+    from infersize.show.figures import save, speedup_vs_k_figure
+
+    curves = speedup_vs_k(alpha, latency_ratio, max_k)
+    typer.echo(str(save(speedup_vs_k_figure(curves, latency_ratio), out)))
+
+
+def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
+    """`spec --plot`: speedup vs K of the deployment `spec` sized, at its γ."""
+    from infersize.service.curves import speedup_vs_k
+    from infersize.show.figures import save, speedup_vs_k_figure
+
+    assert result.draft is not None and result.latency_ratio is not None
+    gamma = result.latency_ratio
+    curves = speedup_vs_k([result.acceptance_rate], gamma, max(16, result.draft_k or 1))
+    title = (
+        f"{result.target.model} + {result.draft.model} on {result.gpu.name}"
+        f": speedup vs K at γ = {gamma:.1f}"
+    )
+    save(speedup_vs_k_figure(curves, gamma, result.draft_k, title), out)
+
+
+@plot_app.command("batch")
+def plot_batch(
+    target: opt.Target,
+    draft: opt.Draft,
+    gpu: opt.Gpu,
+    out: opt.FigureOut,
+    target_quant: opt.TargetQuant = "auto",
+    draft_quant: opt.DraftQuant = "auto",
+    tp: opt.Tp = 1,
+    kv_dtype: opt.KvDtype = "fp16",
+    context_length: opt.ContextLength = 4096,
+    acceptance_rate: opt.AcceptanceRate = 0.7,
+    draft_k: opt.DraftK = 4,
+    engine: opt.Engine = "plain",
+    allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
+    catalog: opt.CatalogFiles = None,
+) -> None:
+    """Roofline speedup vs batch size, with the crossover where speculation stops paying."""
+    from infersize.catalog.store import load_catalog
+    from infersize.service.curves import speedup_vs_batch
+    from infersize.service.resolve import DeploymentRequest
+    from infersize.service.spec import SpecRequest
+    from infersize.show.figures import save, speedup_vs_batch_figure
+
+    deployment = DeploymentRequest(
+        target, gpu, target_quant, draft, draft_quant, kv_dtype, tp,
+        allow_cross_tokenizer=allow_cross_tokenizer,
+    )  # fmt: skip
+    request = SpecRequest(
+        deployment, context_length, acceptance_rate, draft_k, max_k=max(16, draft_k), engine=engine
+    )
+    curve = speedup_vs_batch(request, load_catalog(tuple(catalog or ())))
+    dep = curve.deployment
+    assert dep.draft is not None
+    label = (
+        f"{dep.target.model.id} + {dep.draft.model.id} on {dep.gpu.name}, α {acceptance_rate:g}, "
+        f"K {draft_k}, context {context_length}"
+    )
+    typer.echo(str(save(speedup_vs_batch_figure(curve, label), out)))
+
+
+@plot_app.command("frontier")
+def plot_frontier(
+    output_dir: opt.OutputDir,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],
+    out: opt.FigureOut,
+    alpha: Annotated[
+        float | None, typer.Option("--alpha", help="Acceptance rate (default: nearest 0.7).")
+    ] = None,
+) -> None:
+    """Memory vs speedup of one GPU's frontier, Pareto steps drawn, best pair labelled."""
+    from infersize.show.figures import frontier_figure, save
+    from infersize.sweep.best import best_pairs, frontier_rows
+
+    best, selection = best_pairs(output_dir, gpu=gpu, alpha=alpha)
+    if selection is None or best.is_empty():
+        raise InfersizeError(f"{output_dir}: no fitting rows for {gpu} in this selection")
+    gpu_id = best["gpu"][0]
+    frontier = frontier_rows(output_dir, gpu_id, selection)
+    figure = frontier_figure(frontier, best, gpu_id, selection.as_dict())
+    typer.echo(str(save(figure, out)))

@@ -1,0 +1,73 @@
+"""`infersize spec`: will target + draft fit, and how much faster?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infersize.cli import options as opt
+from infersize.cli.app import app, print_json
+from infersize.errors import InfersizeError
+
+Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^9 bytes).")]
+Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs K (.png or .svg).")]
+
+
+@app.command()
+def spec(
+    target: opt.Target,
+    draft: opt.Draft,
+    gpu: opt.Gpu,
+    target_quant: opt.TargetQuant = "auto",
+    draft_quant: opt.DraftQuant = "auto",
+    context_length: opt.ContextLength = 4096,
+    acceptance_rate: opt.AcceptanceRate = 0.7,
+    draft_k: opt.DraftK = 4,
+    batch_size: opt.BatchSize = 1,
+    kv_dtype: opt.KvDtype = "fp16",
+    tp: opt.Tp = 1,
+    engine: opt.Engine = "plain",
+    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
+    speedup_model: opt.SpeedupModel = "leviathan",
+    latency_ratio: opt.LatencyRatio = None,
+    overhead_gib: opt.OverheadGib = None,
+    max_k: opt.MaxK = 16,
+    price_usd_per_hour: opt.Price = None,
+    allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
+    units: Units = "gib",
+    plot: Plot = None,
+    catalog: opt.CatalogFiles = None,
+    as_json: opt.Json = False,
+) -> None:
+    """Joint GPU memory of target + draft and the speculative-decoding speedup."""
+    from infersize.catalog.store import load_catalog
+    from infersize.service.resolve import DeploymentRequest
+    from infersize.service.spec import SpecRequest, run_spec, spec_json
+
+    if units.lower() not in ("gib", "gb"):
+        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
+    no_draft = draft.strip().lower() == "none"
+    if plot is not None and no_draft:
+        raise InfersizeError("--plot draws speedup vs K, which needs a draft")
+    deployment = DeploymentRequest(
+        target, gpu, target_quant, None if no_draft else draft, draft_quant, kv_dtype, tp,
+        price_usd_per_hour, allow_cross_tokenizer,
+    )  # fmt: skip
+    request = SpecRequest(
+        deployment, context_length, acceptance_rate, draft_k, batch_size, speedup_model,
+        latency_ratio, max_k, engine, gpu_memory_utilization, overhead_gib,
+    )  # fmt: skip
+    result = run_spec(request, load_catalog(tuple(catalog or ())))
+    if plot is not None:
+        from infersize.cli.plot import draw_spec_k_curve
+
+        draw_spec_k_curve(result, plot)
+    if as_json:
+        print_json(spec_json(result))
+        return
+    from infersize.show.spec_panel import render_spec
+    from infersize.show.terminal import console
+
+    render_spec(console(), result, units.lower())

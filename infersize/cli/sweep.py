@@ -1,0 +1,155 @@
+"""`infersize sweep validate|run`: thin commands over infersize.sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from infersize.cli.app import app
+from infersize.errors import InfersizeError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from infersize.sweep.config import SweepConfig
+    from infersize.sweep.plan import Plan
+    from infersize.sweep.run import ChunkDone
+
+sweep_app = typer.Typer(
+    help="Sweep a YAML grid of pairs × precisions × GPUs × ... to tables.", no_args_is_help=True
+)
+app.add_typer(sweep_app, name="sweep")
+
+SweepFile = Annotated[Path, typer.Argument(help="Sweep YAML.")]
+MaxCells = Annotated[
+    int | None,
+    typer.Option(
+        "--max-cells",
+        help="Refuse grids larger than this (default: the YAML's max_cells, 100,000,000).",
+    ),
+]
+
+
+def _plan(path: Path, max_cells: int | None) -> tuple[SweepConfig, Plan]:
+    from infersize.sweep.config import load_sweep
+    from infersize.sweep.plan import build_plan
+
+    config, doc = load_sweep(path)
+    base = path.parent
+    overlays = tuple(
+        str((base / p) if not Path(p).is_absolute() else Path(p)) for p in config.catalog
+    )
+    plan = build_plan(config, doc, overlays)
+    limit = max_cells if max_cells is not None else config.max_cells
+    if plan.total_cells > limit:
+        raise InfersizeError(
+            f"{path}: the grid has {plan.total_cells:,} cells, over the limit of "
+            f"{limit:,}; raise it with --max-cells or max_cells: in the YAML"
+        )
+    return config, plan
+
+
+@sweep_app.command("validate")
+def validate(file: SweepFile, max_cells: MaxCells = None) -> None:
+    """Check a sweep file and print its cell count per axis; writes nothing."""
+    _config, plan = _plan(file, max_cells)
+    from infersize.show.terminal import console, render_table
+
+    rows = [[axis, f"{n:,}"] for axis, n in plan.axis_counts().items()]
+    rows.append(["cells (settings × context × batch × α × K)", f"{plan.total_cells:,}"])
+    rows.append(["chunks", f"{len(plan.chunks):,}"])
+    render_table(console(), f"{file}: valid", ["axis", "values"], rows)
+    for reason, n in plan.skipped.items():
+        typer.echo(f"skipped {n:,} {reason}")
+
+
+@sweep_app.command("run")
+def run(
+    file: SweepFile,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Output folder (default: the YAML's output.dir, else outputs/<name>)."
+        ),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 2,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish an interrupted run in --out.")
+    ] = False,
+    backend: Annotated[
+        str, typer.Option("--backend", help="loky (this machine) or dask.")
+    ] = "loky",
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Dask scheduler address.")
+    ] = None,
+    cells: Annotated[
+        bool | None, typer.Option("--cells/--no-cells", help="Write the per-cell dataset.")
+    ] = None,
+    max_cells: MaxCells = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
+    ] = False,
+) -> None:
+    """Score every cell of the grid and write frontier and best-pair tables."""
+    _check_run_options(jobs, backend, scheduler)
+    config, plan = _plan(file, max_cells)
+    out_dir = out or Path(config.output.dir or Path("outputs") / config.name)
+    from infersize.cli.best import print_best
+    from infersize.show.terminal import console
+    from infersize.sweep.run import run_sweep
+
+    err = console(stderr=True, quiet=quiet)
+    with _progress(err, len(plan.chunks), plan.total_cells) as advance:
+        manifest = run_sweep(
+            plan,
+            out_dir,
+            jobs=jobs,
+            backend=backend,
+            scheduler=scheduler,
+            resume=resume,
+            with_cells=config.output.cells if cells is None else cells,
+            best_top_n=config.output.best_top_n,
+            formats=tuple(config.output.formats),
+            on_chunk=advance,
+        )
+    if not quiet:
+        err.print(
+            f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
+            f"({manifest['cells_per_s']:,} cells/s); frontier "
+            f"{manifest['rows']['frontier']:,} rows, best_pairs "
+            f"{manifest['rows']['best_pairs']:,} rows"
+        )
+        print_best(console(), out_dir)
+    typer.echo(str(out_dir))
+
+
+def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
+    if jobs < 1:
+        raise InfersizeError(f"--jobs must be at least 1, got {jobs}")
+    if backend not in ("loky", "dask"):
+        raise InfersizeError(f"--backend must be loky or dask, got '{backend}'")
+    if scheduler is not None and backend != "dask":
+        raise InfersizeError("--scheduler needs --backend dask")
+
+
+@contextmanager
+def _progress(err: Console, n_chunks: int, n_cells: int) -> Iterator[Callable[[ChunkDone], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    if not err.is_terminal or err.quiet:  # logs and pipes get the summary only
+        yield lambda _done: None
+        return
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(f"scoring {n_cells:,} cells", total=n_chunks)
+        yield lambda _done: progress.advance(task)

@@ -1,0 +1,162 @@
+"""A deployment: a target, an optional draft, a GPU, tensor parallelism, an engine and a price,
+as the numbers the memory and speed formulas read.
+
+`Side` is one model at its precision as one GPU holds it; its `numbers` are what the formulas
+read. `stack` turns the numbers of many deployments into one `DeploymentNumbers` of arrays, so a
+sweep chunk is evaluated by one broadcast call of the same function `infersize spec` uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from infersize.catalog.records import ComponentBytes, Gpu, KvDtype, Model, WeightFormat
+from infersize.core import memory as mem
+from infersize.core.arrays import Num
+from infersize.core.latency import StepCost, step_cost
+from infersize.core.params import ParamCounts, param_counts
+from infersize.errors import InfersizeError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SideNumbers:
+    """What the memory and speed formulas read of one side (per GPU); scalars or arrays."""
+
+    weights_bytes: Num
+    vocab_size: Num
+    activation_bytes_per_token: Num
+    tp: Num
+    kv: mem.KvLayout
+    cost: StepCost
+
+
+@dataclass(frozen=True)
+class Side:
+    """One model of the deployment at its precision, as held by one GPU."""
+
+    model: Model
+    fmt: WeightFormat
+    counts: ParamCounts
+    weights: ComponentBytes  # per GPU
+    numbers: SideNumbers
+    weights_from_files: bool = False  # exact bytes read from the checkpoint's headers
+
+    @property
+    def tp(self) -> int:
+        return int(self.numbers.tp)
+
+
+def prepare_side(
+    model: Model,
+    fmt: WeightFormat,
+    kv_dtype: KvDtype,
+    gpu: Gpu,
+    tp: int = 1,
+    exact: ComponentBytes | None = None,
+) -> Side:
+    """`exact`: the whole model's weight bytes read from its files, used instead of the
+    format's bits per weight (split over TP ranks like the formula)."""
+    mem.check_tp(model, tp)
+    counts = param_counts(model)
+    weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
+    kv = mem.kv_layout(model, kv_dtype, tp)
+    numbers = SideNumbers(
+        weights_bytes=weights.total,
+        vocab_size=model.vocab_size,
+        activation_bytes_per_token=mem.activation_bytes_per_token(model, tp),
+        tp=tp,
+        kv=kv,
+        cost=step_cost(model, counts, weights, fmt, kv, gpu, tp),
+    )
+    return Side(model, fmt, counts, weights, numbers, exact is not None)
+
+
+@dataclass(frozen=True)
+class DeploymentNumbers:
+    """Everything the evaluation reads of a deployment; each numeric field one value or one per
+    stacked deployment."""
+
+    target: SideNumbers
+    draft: SideNumbers | None  # None: the target alone
+    memory_bytes: Num  # per GPU, as the CUDA runtime reports it
+    price_usd_per_hour: Num  # per GPU; NaN when unknown
+    tp: Num
+
+
+def hourly_price(gpu: Gpu, override: float | None) -> float:
+    """The one price rule: the user's price, else the catalog's; NaN when neither is known."""
+    price = override if override is not None else gpu.price_usd_per_hour
+    return math.nan if price is None else price
+
+
+def deployment_numbers(
+    target: Side, draft: Side | None, gpu: Gpu, price_usd_per_hour: float | None = None
+) -> DeploymentNumbers:
+    return DeploymentNumbers(
+        target=target.numbers,
+        draft=None if draft is None else draft.numbers,
+        memory_bytes=gpu.memory_bytes,
+        price_usd_per_hour=hourly_price(gpu, price_usd_per_hour),
+        tp=target.tp,
+    )
+
+
+def pairing_problem(target: Model, draft: Model, allow_cross_tokenizer: bool) -> str | None:
+    """The one pairing rule: a draft shares its target's tokenizer family (unless allowed)."""
+    t_tok, d_tok = target.tokenizer_family, draft.tokenizer_family
+    if t_tok != d_tok and not allow_cross_tokenizer:
+        return (
+            f"draft {draft.id} ({d_tok} tokenizer) does not share {target.id}'s tokenizer ({t_tok})"
+        )
+    return None
+
+
+def check_pair(target: Model, draft: Model, allow_cross_tokenizer: bool) -> None:
+    problem = pairing_problem(target, draft, allow_cross_tokenizer)
+    if problem:
+        raise InfersizeError(f"{problem}; add --allow-cross-tokenizer to size it anyway")
+
+
+def draft_is_smaller(target: Model, draft: Model) -> bool:
+    """Grids pair a target only with smaller drafts (explicit pairs may break the rule)."""
+    return param_counts(draft).total < param_counts(target).total
+
+
+def with_trailing_axis(record: T) -> T:
+    """`record` with a new last axis on every array field (nested records too), so stacked
+    settings broadcast against a K axis or a batch ladder placed last. Scalars stay."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        if dataclasses.is_dataclass(value):
+            value = with_trailing_axis(value)
+        elif isinstance(value, np.ndarray) and value.ndim:
+            value = value[..., None]
+        values[f.name] = value
+    result: T = dataclasses.replace(record, **values)  # type: ignore[type-var]
+    return result
+
+
+def stack(items: Sequence[T], ndim: int) -> T:
+    """One dataclass like items[0] whose numeric fields are arrays of shape (len(items), 1, ...),
+    `ndim` dimensions in all, so they broadcast against the grid axes that follow."""
+    first: Any = items[0]
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(first):
+        column = [getattr(item, f.name) for item in items]
+        if column[0] is None:
+            values[f.name] = None
+        elif dataclasses.is_dataclass(column[0]):
+            values[f.name] = stack(column, ndim)
+        else:
+            values[f.name] = np.asarray(column, dtype=np.float64).reshape((-1,) + (1,) * (ndim - 1))
+    result: T = type(first)(**values)
+    return result

@@ -1,0 +1,148 @@
+"""The one evaluation of a deployment over arrays of settings: memory, speed, the best K that
+fits, and the derived metrics (throughput, latency, cost). `infersize spec` evaluates one cell,
+a sweep chunk millions, the figures a curve: all through `evaluate`.
+
+The K axis is always the last axis. Memory rises with K (K lookahead KV slots per sequence, K+1
+fp32 logit rows, K draft distributions), so the feasible Ks of a consecutive range are a prefix;
+the best K is the masked argmax of the speedup over that axis (for Leviathan's model the same K
+as its Lambert-W closed form, tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
+from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
+from infersize.core.engines import Engine
+from infersize.core.fit import Memory, deployment_memory
+from infersize.core.speed import Speed, deployment_speed, plain_speed
+from infersize.core.speedup import SpeedupModel, alpha_for_speedup
+
+D = TypeVar("D")
+MAX_K = 256  # far past any useful draft length; bounds every K axis searched
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The settings an evaluation runs over: arrays that broadcast against each other and
+    against the stacked deployments; `ks` becomes a new last axis."""
+
+    context: ArrayLike
+    batch: ArrayLike
+    alpha: ArrayLike
+    ks: ArrayLike  # consecutive draft lengths, 1-D
+    latency_ratio: ArrayLike | None = None  # γ given by the user: replaces the draft step time
+    headroom: float = 0.0  # share of the device kept free
+
+
+@dataclass(frozen=True)
+class Point:
+    """The deployment at one K per setting (no K axis): what tables and the panel report."""
+
+    k: IntArray  # draft length (0 for the target alone)
+    memory: Memory
+    speed: Speed
+    baseline_tokens_per_s: FloatArray  # decode throughput of the whole deployment, no draft
+    speculative_tokens_per_s: FloatArray
+    speculative_tokens_per_s_per_gpu: FloatArray
+    baseline_ms_per_token: FloatArray  # per sequence
+    speculative_ms_per_token: FloatArray
+    usd_per_mtok: FloatArray  # NaN when the price is unknown
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    numbers: DeploymentNumbers
+    model: SpeedupModel
+    ks: IntArray  # the K axis
+    batch: FloatArray
+    memory: Memory  # over (..., K)
+    speed: Speed  # over (..., K)
+    best_index: IntArray  # the fitting K of highest speedup (index 0 where none fits)
+    fits_any: BoolArray  # some K of the axis fits
+
+    def at(self, index: ArrayLike) -> Point:
+        """The evaluation at one K position per setting."""
+        shape = np.broadcast_shapes(self.memory.combined.shape, self.speed.speedup.shape)
+        position = np.broadcast_to(np.asarray(index, dtype=np.int64), shape[:-1])[..., None]
+
+        def pick(values: FloatArray) -> FloatArray:
+            full = np.broadcast_to(values, shape)
+            return floats(np.take_along_axis(full, position, axis=-1)[..., 0])
+
+        memory = _map_arrays(self.memory, pick)
+        speed = replace(_map_arrays(self.speed, pick), times=_map_arrays(self.speed.times, pick))
+        k = self.ks[position[..., 0]]
+        return _derive(self.numbers, pick(np.broadcast_to(self.batch, shape)), k, memory, speed)
+
+    @property
+    def optimal(self) -> Point:
+        return self.at(self.best_index)
+
+    def break_even_alpha(self) -> FloatArray:
+        """α at which speculation only breaks even (S = 1), at each K of the axis; NaN where no
+        α in [0, 1] reaches it. Every speedup model rises with α at fixed step times."""
+        return alpha_for_speedup(
+            self.model, np.ones(self.speed.speedup.shape), self.ks, self.speed.times
+        )
+
+
+def _map_arrays(record: D, fn: Any) -> D:
+    """Apply `fn` to every array field of a Memory/Speed/StepTimes record (None stays None)."""
+    values = {}
+    for f in fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        values[f.name] = fn(value) if isinstance(value, np.ndarray) else value
+    return replace(record, **values)  # type: ignore[type-var]
+
+
+def _derive(
+    dep: DeploymentNumbers, batch: FloatArray, k: IntArray, memory: Memory, speed: Speed
+) -> Point:
+    """Throughput, latency and cost at one K: the one place they are computed."""
+    t_target = speed.times.target
+    baseline = floats(batch / t_target)
+    speculative = floats(baseline * speed.speedup)
+    tp = floats(dep.tp)
+    usd = floats(floats(dep.price_usd_per_hour) * tp / 3600.0 / speculative * 1e6)
+    return Point(
+        k=k,
+        memory=memory,
+        speed=speed,
+        baseline_tokens_per_s=baseline,
+        speculative_tokens_per_s=speculative,
+        speculative_tokens_per_s_per_gpu=floats(speculative / tp),
+        baseline_ms_per_token=floats(t_target * 1e3),
+        speculative_ms_per_token=floats(t_target * 1e3 / speed.speedup),
+        usd_per_mtok=usd,
+    )
+
+
+def evaluate(
+    dep: DeploymentNumbers, engine: Engine, model: SpeedupModel, work: Workload
+) -> Evaluation:
+    """Memory and speed of `dep` over the workload, and the best K that fits."""
+    ks = np.atleast_1d(np.asarray(work.ks, dtype=np.int64)) if dep.draft else np.zeros(1, np.int64)
+    k_axis = ks.astype(np.float64)
+    ctx, bat = floats(work.context)[..., None], floats(work.batch)[..., None]
+    alpha = floats(work.alpha)[..., None]
+    gamma = None if work.latency_ratio is None else floats(work.latency_ratio)[..., None]
+    on_k = with_trailing_axis(dep)
+    memory = deployment_memory(on_k, engine, ctx, bat, k_axis, work.headroom)
+    if on_k.draft is None:
+        speed = plain_speed(on_k.target, engine, ctx, bat)
+    else:
+        speed = deployment_speed(
+            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma
+        )
+    shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
+    fits_k = np.broadcast_to(memory.fits, shape)
+    masked = np.where(fits_k, np.broadcast_to(speed.speedup, shape), -np.inf)
+    best = np.argmax(masked, axis=-1).astype(np.int64)
+    fits_any = np.asarray(fits_k.any(axis=-1), dtype=np.bool_)
+    return Evaluation(dep, model, ks, bat, memory, speed, best, fits_any)

@@ -1,0 +1,115 @@
+"""Roofline step time of one forward pass of a model on a GPU.
+
+t(B, n, L) = bytes / (bandwidth · mbu) + flops / (peak · mfu) + fixed cost + all-reduce
+  bytes  = weights streamed once per step + the KV cache read for the context, B · kv(L)
+  flops  = 2 · active params · B · n + attention 4 · layers · q_heads · head_dim · L · B · n
+  fixed  = step overhead + layers · per-layer overhead (launches: what makes tiny drafts slow)
+  TP     = 2 all-reduces per layer of B · n · hidden activations over the interconnect (ring)
+B batch, n new tokens per sequence (1 for decode, K+1 for verification), L context length.
+
+The memory and compute terms add rather than overlap (max): measured decode steps do not overlap
+them. The step-time model fitted to vLLM on H100 for Llama-3.1-8B (MagicDec, arXiv 2408.11049;
+docs/reference/measurements.md) is additive, T = a · KV tokens + b · batch tokens + c, and prices
+verifying 5 tokens at 1.74x a decode step at batch 64, where max() would give about 1.0x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.catalog.records import ComponentBytes, Gpu, Model, WeightFormat
+from infersize.core.arrays import FloatArray, Num, floats
+from infersize.core.engines import Engine
+from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes
+from infersize.core.params import ParamCounts
+
+PCIE4_X16_GB_PER_S = 64.0
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one forward pass of one model costs on one GPU (per tensor-parallel rank)."""
+
+    dense_bytes: Num  # weights read every step (all but the routed experts)
+    expert_bytes: Num  # routed-expert weights (MoE), read as far as tokens touch them
+    experts: Num  # routed experts per layer (1 for dense models)
+    experts_per_tok: Num
+    kv: KvLayout
+    flops_per_token: Num  # 2 · active matmul params (incl. lm_head) per rank
+    attn_flops_per_token_ctx: Num  # 4 · layers · q_heads · head_dim per rank, per context token
+    layers: Num
+    hidden: Num
+    tp: Num
+    bandwidth_bytes_per_s: Num
+    peak_flops: Num
+    link_bytes_per_s: Num  # one direction, per GPU
+
+
+def _attention_flops_per_context(model: Model) -> float:
+    """Per layer, per new token, per context token: scores and weighted values, 2 FLOPs per
+    multiply-add. GQA: 2 · n_h · d each. MLA decodes in the latent space (weights absorbed):
+    scores over r_kv + d_rope, values over r_kv."""
+    n = model.num_attention_heads
+    if (mla := model.mla) is not None:
+        return 2.0 * n * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
+    return 4.0 * n * model.head_dim_resolved
+
+
+def step_cost(
+    model: Model,
+    counts: ParamCounts,
+    weights: ComponentBytes,
+    fmt: WeightFormat,
+    kv: KvLayout,
+    gpu: Gpu,
+    tp: int = 1,
+) -> StepCost:
+    """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks."""
+    read = float(weights.read_per_step)
+    expert_bytes = weights.linear * counts.mlp_routed / counts.linear
+    moe = model.moe
+    head_matmul = model.vocab_size * model.hidden_size  # lm_head (or tied embedding) per token
+    active = counts.attention + counts.mlp_active + head_matmul
+    # marketed figures are bidirectional; without one, PCIe Gen4 x16 (64 GB/s both ways)
+    link = (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
+    return StepCost(
+        dense_bytes=read - expert_bytes,
+        expert_bytes=expert_bytes,
+        experts=moe.num_experts if moe else 1,
+        experts_per_tok=moe.num_experts_per_tok if moe else 1,
+        kv=kv,
+        flops_per_token=2.0 * active / tp,
+        attn_flops_per_token_ctx=model.num_hidden_layers * _attention_flops_per_context(model) / tp,
+        layers=model.num_hidden_layers,
+        hidden=model.hidden_size,
+        tp=tp,
+        bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+        peak_flops=gpu.peak_flops(fmt.compute_dtype),
+        link_bytes_per_s=link,
+    )
+
+
+def step_time_s(
+    cost: StepCost, engine: Engine, batch: ArrayLike, new_tokens: ArrayLike, context: ArrayLike
+) -> FloatArray:
+    """Seconds for one forward pass of `batch` sequences, `new_tokens` each, at `context`."""
+    batch_f = floats(batch)
+    tokens = batch_f * floats(new_tokens)
+    context_f = floats(context)
+    # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
+    touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
+    bytes_moved = (
+        cost.dense_bytes + cost.expert_bytes * touched + kv_cache_bytes(cost.kv, context_f, batch_f)
+    )
+    flops = tokens * (cost.flops_per_token + cost.attn_flops_per_token_ctx * context_f)
+    t_memory = bytes_moved / (cost.bandwidth_bytes_per_s * engine.mbu)
+    t_compute = flops / (cost.peak_flops * engine.mfu)
+    t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
+    tp = floats(cost.tp)
+    message = tokens * cost.hidden * ACTIVATION_BYTES
+    ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1
+    t_allreduce = np.where(tp > 1, 2.0 * cost.layers * (engine.allreduce_latency_s + ring), 0.0)
+    return floats(t_memory + t_compute + t_fixed + t_allreduce)

@@ -1,0 +1,161 @@
+"""GPU memory of a deployment, in bytes: weights, KV cache, workspace, overhead, and the fit.
+
+Every function takes numpy arrays (or scalars) for context, batch and K, so `infersize spec`
+(one cell) and a sweep (millions of cells) run the same code. Bytes per element always come from
+the precision catalog (configs/precisions.yaml), never a bare 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from infersize.catalog.records import ComponentBytes, KvDtype, Model, WeightFormat
+from infersize.core.arrays import BoolArray, FloatArray, Num, floats
+from infersize.core.engines import Engine
+from infersize.core.params import ParamCounts
+from infersize.errors import InfersizeError, ValueRangeError
+
+GIB = 2**30
+LOGIT_BYTES = 4  # logits and draft probabilities are kept in fp32 for (rejection) sampling
+ACTIVATION_BYTES = 2  # bf16/fp16 activations
+SAFE_UTILIZATION = 0.90  # above this a deployment is "tight": allocator fragmentation, spikes
+
+
+def _bytes(count: float, bits: float) -> int:
+    """Storage of `count` values at `bits` each, rounded up to whole bytes."""
+    return int(np.ceil(count * bits / 8))
+
+
+def check_tp(model: Model, tp: int) -> None:
+    if tp < 1:
+        raise ValueRangeError("tp", f"must be at least 1, got {tp}")
+    if model.num_attention_heads % tp:
+        raise InfersizeError(
+            f"{model.id}: tensor parallel {tp} does not divide its "
+            f"{model.num_attention_heads} attention heads"
+        )
+
+
+def weight_bytes(counts: ParamCounts, fmt: WeightFormat, tp: int = 1) -> ComponentBytes:
+    """Weights per GPU. With tensor parallel the matrices and the vocabulary are split across
+    `tp` ranks (vLLM's column/row-parallel linears, vocab-parallel embedding); norms replicate."""
+    return ComponentBytes(
+        embedding=_bytes(counts.embedding / tp, fmt.embedding_bits),
+        lm_head=_bytes(counts.lm_head / tp, fmt.lm_head_bits),
+        linear=_bytes(counts.linear / tp, fmt.linear_bits_per_weight),
+        small=_bytes(counts.small, fmt.norm_bits),
+    )
+
+
+def split_weights(weights: ComponentBytes, tp: int) -> ComponentBytes:
+    """Known whole-model bytes on one of `tp` ranks (matrices and vocabulary split, norms not)."""
+    return ComponentBytes(
+        embedding=int(np.ceil(weights.embedding / tp)),
+        lm_head=int(np.ceil(weights.lm_head / tp)),
+        linear=int(np.ceil(weights.linear / tp)),
+        small=weights.small,
+    )
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """KV cache bytes per token on one GPU, split by layer kind."""
+
+    full_bytes_per_token: Num  # summed over full-attention layers
+    window_bytes_per_token: Num  # summed over sliding-window layers
+    window_tokens: Num  # sliding window length (0 when none)
+
+    @property
+    def bytes_per_token(self) -> Num:
+        """Per token while the context is within the window (all layers store it)."""
+        return self.full_bytes_per_token + self.window_bytes_per_token
+
+
+def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
+    """2 (K and V) · kv_heads · head_dim · bytes per element, per layer and token.
+    With tensor parallel each rank holds kv_heads / tp heads, at least one (a head replicates
+    when there are fewer KV heads than ranks, as in vLLM)."""
+    if (mla := model.mla) is not None:  # DeepSeek-V2 §2.1.2: one latent, not split by TP
+        latent = mla.kv_lora_rank + mla.qk_rope_head_dim
+        return KvLayout(latent * kv.bytes_per_element * model.num_hidden_layers, 0.0, 0)
+    kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
+    per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
+    if model.sliding_window is None:
+        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0)
+    window_layers = (
+        model.num_hidden_layers
+        if model.sliding_window_layers is None
+        else model.sliding_window_layers
+    )
+    full_layers = model.num_hidden_layers - window_layers
+    return KvLayout(per_layer * full_layers, per_layer * window_layers, model.sliding_window)
+
+
+def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> FloatArray:
+    """KV cache = batch · (full layers · tokens + window layers · min(tokens, window))."""
+    n_tokens = floats(tokens)
+    windowed = np.minimum(n_tokens, layout.window_tokens)  # window 0 only with 0 window bytes
+    per_seq = layout.full_bytes_per_token * n_tokens + layout.window_bytes_per_token * windowed
+    return floats(np.ceil(floats(batch) * per_seq))
+
+
+def activation_bytes_per_token(model: Model, tp: int = 1) -> float:
+    """Peak live activations of one layer per token: the residual and normed hidden state
+    (2·h), q/k/v (split by tp) and the gate and up outputs of the MLP (2·i, split by tp)."""
+    if (mla := model.mla) is not None:
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        qkv = model.num_attention_heads * qk + mla.kv_lora_rank + mla.qk_rope_head_dim
+    else:
+        qkv = (model.num_attention_heads + 2 * model.num_key_value_heads) * model.head_dim_resolved
+    moe = model.moe
+    if moe is None:
+        mlp_i = model.intermediate_size
+    else:
+        mlp_i = moe.expert_intermediate_size * (moe.num_experts_per_tok + moe.num_shared_experts)
+    return (2 * model.hidden_size + (qkv + 2 * mlp_i) / tp) * ACTIVATION_BYTES
+
+
+def workspace_bytes(
+    vocab_size: ArrayLike,
+    activation_bytes_per_token: ArrayLike,
+    batch: ArrayLike,
+    logit_positions: ArrayLike,
+    tokens: ArrayLike,
+) -> FloatArray:
+    """fp32 logits for batch · logit_positions rows of the vocabulary, plus the activations of
+    a forward pass over `tokens` tokens. Target: K+1 positions verified in one pass; draft: the
+    K proposal distributions it keeps for rejection sampling, one token per step."""
+    logits = floats(batch) * floats(logit_positions) * floats(vocab_size) * LOGIT_BYTES
+    activations = floats(tokens) * floats(activation_bytes_per_token)
+    return floats(np.ceil(logits + activations))
+
+
+def overhead_bytes(engine: Engine, tp: ArrayLike = 1) -> FloatArray:
+    """Runtime overhead of the one process that serves both models, per GPU."""
+    extra = np.where(floats(tp) > 1, engine.tp_overhead_gib, 0.0)
+    return floats(np.round((engine.overhead_gib + extra) * GIB))
+
+
+def vllm_profile_bytes(
+    vocab_size: ArrayLike, activation_bytes_per_token: ArrayLike, engine: Engine
+) -> FloatArray:
+    """Activation peak of vLLM's profiling forward pass: max_num_batched_tokens tokens through
+    the model plus the sampler's fp32 logits for max_num_seqs sequences (vLLM V1 gpu_worker)."""
+    return floats(
+        engine.max_num_batched_tokens * floats(activation_bytes_per_token)
+        + engine.max_num_seqs * floats(vocab_size) * LOGIT_BYTES
+    )
+
+
+def verdict(share: ArrayLike) -> NDArray[np.str_]:
+    """safe (≤ 90% of the budget), tight (≤ 100%) or OOM, from used / budget."""
+    used = floats(share)
+    return np.where(used > 1.0, "OOM", np.where(used > SAFE_UTILIZATION, "tight", "safe"))
+
+
+def fits(share: ArrayLike) -> BoolArray:
+    """Within the budget: what the verdict calls safe or tight."""
+    return floats(share) <= 1.0

@@ -1,0 +1,121 @@
+"""Parameter counts by component, computed from a model's config fields.
+
+Decoder-only transformer with a gated MLP (Llama, Qwen, Mistral, Gemma, Phi-3: Phi-3's fused
+qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_dim:
+  attention  GQA: q h·(n_h·d), k and v h·(n_kv·d) each, o (n_h·d)·h;
+             MLA (DeepSeek-V2 §2.1): q h·r_q + r_q·n_h·(d_nope+d_rope) (or h·n_h·(d_nope+d_rope)),
+             kv_a h·(r_kv+d_rope), kv_b r_kv·n_h·(d_nope+d_v), o n_h·d_v·h, norms r_q and r_kv
+  MLP        gate, up: h·i each, down: i·h; MoE layers: that per routed expert, the shared
+             experts, a router h·E (and E bias terms in DeepSeek-V3); DeepSeek's first k layers
+             stay dense
+  norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms
+plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
+parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
+Counts equal the published totals exactly (tests/test_params.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infersize.catalog.records import Model
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters by what they are stored as; all counts are exact integers."""
+
+    embedding: int
+    lm_head: int  # 0 when tied to the embedding
+    attention: int  # attention weight matrices, all layers
+    mlp: int  # MLP matrices, all layers and all experts
+    mlp_active: int  # the MLP matrices one token passes through (MoE: top-k + shared experts)
+    mlp_routed: int  # the routed experts' matrices (0 for a dense model)
+    small: int  # norms, biases, routers: kept at 16/32 bit by every format
+
+    @property
+    def linear(self) -> int:
+        return self.attention + self.mlp
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.lm_head + self.linear + self.small
+
+    @property
+    def active(self) -> int:
+        """Parameters used per token (Mixtral 8x7B: 12.9B of 46.7B)."""
+        return self.total - self.mlp + self.mlp_active
+
+
+def _attention(model: Model) -> tuple[int, int]:
+    """(weight-matrix parameters, small parameters) of one layer's attention."""
+    h, n = model.hidden_size, model.num_attention_heads
+    if (mla := model.mla) is not None:
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        r_q, r_kv = mla.q_lora_rank, mla.kv_lora_rank
+        q = h * r_q + r_q * n * qk if r_q else h * n * qk
+        kv = h * (r_kv + mla.qk_rope_head_dim) + r_kv * n * (mla.qk_nope_head_dim + mla.v_head_dim)
+        o = n * mla.v_head_dim * h
+        return q + kv + o, r_kv + (r_q or 0)
+    d = model.head_dim_resolved
+    q_dim, kv_dim = n * d, model.num_key_value_heads * d
+    biases = (q_dim + 2 * kv_dim if model.qkv_bias else 0) + (h if model.o_proj_bias else 0)
+    norms = 2 * d if model.qk_norm else 0
+    return h * q_dim + 2 * h * kv_dim + q_dim * h, biases + norms
+
+
+@dataclass(frozen=True)
+class _MlpLayers:
+    """Per-layer MLP parameters of a model's dense and MoE layers."""
+
+    dense_layers: int
+    moe_layers: int
+    experts_total: int  # one MoE layer: all routed and shared experts' matrices
+    experts_active: int  # one MoE layer: the top-k routed plus the shared experts' matrices
+    routed: int  # one MoE layer: the routed experts' matrices
+    small: int  # one MoE layer: router (and its bias) and the shared expert's gate
+
+
+def _mlp_layers(model: Model) -> _MlpLayers:
+    moe = model.moe
+    if moe is None:
+        return _MlpLayers(model.num_hidden_layers, 0, 0, 0, 0, 0)
+    h = model.hidden_size
+    expert = 3 * h * moe.expert_intermediate_size  # gate, up, down
+    if moe.shared_expert_intermediate_size:  # Qwen-MoE: one shared expert and its gate
+        shared, shared_gate = 3 * h * moe.shared_expert_intermediate_size, h
+    else:
+        shared, shared_gate = moe.num_shared_experts * expert, 0
+    router = h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    return _MlpLayers(
+        dense_layers=moe.first_k_dense_replace,
+        moe_layers=model.num_hidden_layers - moe.first_k_dense_replace,
+        experts_total=moe.num_experts * expert + shared,
+        experts_active=moe.num_experts_per_tok * expert + shared,
+        routed=moe.num_experts * expert,
+        small=router + shared_gate,
+    )
+
+
+def param_counts(model: Model) -> ParamCounts:
+    h = model.hidden_size
+    attention, attention_small = _attention(model)
+    mlp = _mlp_layers(model)
+    dense = 3 * h * model.intermediate_size  # gate, up, down
+    mlp_bias = (2 * model.intermediate_size + h) if model.mlp_bias else 0
+    norms = model.norms_per_layer * h
+    layers = model.num_hidden_layers
+    vocab_matrix = model.vocab_size * h
+    return ParamCounts(
+        embedding=vocab_matrix,
+        lm_head=0 if model.tie_word_embeddings else vocab_matrix,
+        attention=layers * attention,
+        mlp=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_total,
+        mlp_active=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_active,
+        mlp_routed=mlp.moe_layers * mlp.routed,
+        small=layers * (norms + attention_small)
+        + mlp.dense_layers * mlp_bias
+        + mlp.moe_layers * mlp.small
+        + h  # final norm
+        + model.extra_params,
+    )

@@ -1,0 +1,131 @@
+"""The speedup models: one registry that `--speedup-model`, the sweep schema, the panel labels,
+the tables and the help text are all generated from.
+
+A model turns the acceptance rate α, the draft length K and the step times of one deployment
+into a speedup over plain decoding. Adding one is one `register_speedup_model` call (see
+docs/architecture.md, "Extending infersize").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import FloatArray, floats
+from infersize.core.speculative import (
+    bisect_increasing,
+    speedup_leviathan,
+    speedup_linear,
+    speedup_roofline,
+)
+from infersize.errors import UnknownNameError
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Seconds per forward pass, broadcast over the deployment's settings and the K axis."""
+
+    target: FloatArray  # T_target(B, 1): one plain decode step
+    draft: FloatArray  # T_draft(B, 1), or T_target / γ when the user gives γ
+    verify: FloatArray  # T_target(B, K+1): the verification pass
+    latency_ratio: FloatArray  # γ = T_target / T_draft
+
+    @classmethod
+    def from_latency_ratio(cls, latency_ratio: ArrayLike) -> StepTimes:
+        """Leviathan's setting: a target step of 1, a draft step of 1/γ, and verifying K+1
+        tokens as cheap as one target step."""
+        gamma = floats(latency_ratio)
+        one = np.ones_like(gamma)
+        return cls(one, floats(one / gamma), one, gamma)
+
+
+SpeedupFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]
+
+
+@dataclass(frozen=True)
+class SpeedupModel:
+    name: str
+    label: str  # the panel's speedup line: "Leviathan Speedup"
+    summary: str  # one line for --help, the docs and the tables' data dictionary
+    speedup: SpeedupFn  # (α, K, step times) -> S
+    step_cost: Callable[[FloatArray, StepTimes], FloatArray]  # (K, times) -> spec step / plain step
+    note: str | None = None  # a caveat printed beside its numbers
+
+
+def _leviathan(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
+    return speedup_leviathan(alpha, k, t.latency_ratio)
+
+
+def _roofline(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
+    return speedup_roofline(alpha, k, t.target, t.draft, t.verify)
+
+
+def _linear(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
+    return speedup_linear(alpha, k, t.latency_ratio)
+
+
+SPEEDUP_MODELS: dict[str, SpeedupModel] = {}
+
+
+def register_speedup_model(model: SpeedupModel) -> SpeedupModel:
+    SPEEDUP_MODELS[model.name] = model
+    return model
+
+
+def get_speedup_model(name: str) -> SpeedupModel:
+    model = SPEEDUP_MODELS.get(name.strip().lower())
+    if model is None:
+        raise UnknownNameError(
+            "speedup model", name, SPEEDUP_MODELS, hint=f"choose {', '.join(SPEEDUP_MODELS)}"
+        )
+    return model
+
+
+def alpha_for_speedup(
+    model: SpeedupModel, speedup: ArrayLike, k: ArrayLike, times: StepTimes
+) -> FloatArray:
+    """α at which `model` reaches `speedup` at draft length K and these step times (S = 1: the
+    break-even α). Every model rises with α at fixed step times, so bisection finds it; NaN
+    where no α in [0, 1] reaches it."""
+    n_k = floats(k)
+    goal = np.broadcast_to(
+        floats(speedup), np.broadcast_shapes(np.shape(speedup), times.target.shape, n_k.shape)
+    )
+    return bisect_increasing(lambda a: model.speedup(a, n_k, times), goal)
+
+
+register_speedup_model(
+    SpeedupModel(
+        "leviathan",
+        "Leviathan Speedup",
+        "Leviathan et al. Theorem 3.8: S = E / (1 + K/γ); verifying K+1 tokens costs one "
+        "target step (true at batch 1)",
+        _leviathan,
+        lambda k, t: floats(1.0 + k / t.latency_ratio),
+    )
+)
+register_speedup_model(
+    SpeedupModel(
+        "roofline",
+        "Roofline Speedup",
+        "S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the roofline "
+        "step time, so the speedup falls as the batch grows",
+        _roofline,
+        lambda k, t: floats((k * t.draft + t.verify) / t.target),
+    )
+)
+register_speedup_model(
+    SpeedupModel(
+        "linear",
+        "Linear Speedup",
+        "S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the original request; "
+        "not Leviathan's theorem, it overstates the speedup",
+        _linear,
+        lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
+        note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
+        "Leviathan's Theorem 3.8; it overstates the speedup",
+    )
+)

@@ -1,0 +1,51 @@
+"""The notes `infersize spec` prints under its numbers: what the user should know about the
+names they gave and the model that produced the numbers."""
+
+from __future__ import annotations
+
+from infersize.catalog.store import Catalog
+from infersize.core.speedup import SpeedupModel
+from infersize.service.resolve import Deployment, DeploymentRequest
+from infersize.service.spec_result import SpecResult
+
+
+def _alias_note(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> list[str]:
+    if not catalog.gpus.is_alias(req.gpu):
+        return []
+    asked = req.gpu.strip().lower()
+    others = sorted(g for g in catalog.gpus.records if g != dep.gpu.id and asked in g)
+    also = f"; other variants: {', '.join(others)}" if others else ""
+    return [f"'{req.gpu}' means the {dep.gpu.name}{also}"]
+
+
+def spec_notes(
+    req: DeploymentRequest,
+    context_length: int,
+    catalog: Catalog,
+    dep: Deployment,
+    model: SpeedupModel,
+    result: SpecResult,
+) -> tuple[str, ...]:
+    notes = _alias_note(req, catalog, dep)
+    for side in (dep.target, dep.draft):
+        if side and context_length > side.model.max_position_embeddings:
+            notes.append(
+                f"context {context_length} exceeds {side.model.id}'s "
+                f"max_position_embeddings ({side.model.max_position_embeddings})"
+            )
+    target, draft = dep.target.model, dep.draft.model if dep.draft else None
+    if draft and draft.tokenizer_family != target.tokenizer_family:
+        notes.append(
+            f"{draft.id} ({draft.tokenizer_family} tokenizer) does not share "
+            f"{target.id}'s tokenizer ({target.tokenizer_family}): the speedup "
+            "assumes an engine that drafts across tokenizers"
+        )
+    if draft and model.note:
+        notes.append(model.note)
+    if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:
+        notes.append(
+            f"the batch needs more KV cache than vLLM's pool holds (it fits "
+            f"{result.max_concurrent_sequences or 0:.1f} sequences of this length): vLLM would "
+            "queue or preempt sequences rather than fail"
+        )
+    return tuple(notes)

@@ -1,0 +1,2 @@
+"""Rendering: the terminal (rich), figures (matplotlib, Agg) and the HTML report. Renders
+results it is given; computes nothing."""

@@ -1,0 +1,176 @@
+"""The `infersize spec` panel: the seven labelled lines of the original request, in its order,
+then the memory breakdown and what a user needs next. Reads a SpecResult; computes nothing."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from infersize.core.speedup import get_speedup_model
+from infersize.service.spec_result import SideResult, SpecResult
+
+UNITS = {"gib": (2**30, "GiB"), "gb": (1e9, "GB")}
+TITLE = "SPECULATIVE DECODING JOINT SIZER & LEVIATHAN SPEEDUP"
+LABEL_WIDTH = 20
+VERDICT_STYLE = {"safe": "green", "tight": "yellow", "OOM": "bold red"}
+
+
+def _size(n_bytes: float, units: str) -> str:
+    scale, label = UNITS[units]
+    return f"{n_bytes / scale:.2f} {label}"
+
+
+def _line(console: Console, label: str, value: str | Text, width: int = LABEL_WIDTH) -> None:
+    text = Text(f"{label + ':':<{width}}")
+    text.append(value if isinstance(value, Text) else Text(value))
+    console.print(text, highlight=False, soft_wrap=True)
+
+
+def _next(console: Console, label: str, value: str | Text) -> None:
+    """A line of the part after the panel (longer labels)."""
+    _line(console, label, value, width=22)
+
+
+def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
+    """The panel (same labels, same order as the original request), then the details."""
+    console.print(Panel(Text(TITLE, justify="center"), box=box.HEAVY, expand=False, width=63))
+    per_gpu = f" per GPU (TP {r.gpu.count})" if r.gpu.count > 1 else ""
+    t, dr = r.target, r.draft
+    _line(
+        console,
+        "Target Model",
+        f"{t.model} ({t.quant}) -> {_size(t.total_bytes, units)} VRAM{per_gpu}",
+    )
+    if dr:
+        _line(
+            console,
+            "Draft Model",
+            f"{dr.model} ({dr.quant}) -> {_size(dr.total_bytes, units)} VRAM",
+        )
+    else:
+        _line(console, "Draft Model", "none (the target alone, no speculation)")
+    verdict = Text(f"{_size(r.combined_bytes, units)} (")
+    verdict.append(
+        r.verdict.capitalize() if r.verdict != "OOM" else "OOM", style=VERDICT_STYLE[r.verdict]
+    )
+    verdict.append(f" on {r.gpu.name}, {r.utilization * 100:.1f}% utilized)")
+    _line(console, "Combined VRAM", verdict)
+    if dr:
+        _line(console, "Acceptance Rate α", f"{r.acceptance_rate:g}")
+        _line(console, "Draft Length K", str(r.draft_k))
+        source = "" if r.latency_ratio_source == "given" else " (roofline step times)"
+        _line(console, "Latency Ratio γ", f"{r.latency_ratio or 0:.1f}x{source}")
+        label = get_speedup_model(r.speedup_model).label
+        _line(console, label, f"{r.speedup:.2f}x wall-clock acceleration")
+    console.print()
+    _render_breakdown(console, r, units)
+    _render_next(console, r)
+
+
+def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
+    scale, label = UNITS[units]
+    per_gpu = " per GPU" if r.gpu.count > 1 else ""
+    table = Table(title=f"Memory ({label}{per_gpu})", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("")
+    table.add_column("target", justify="right")
+    table.add_column("draft", justify="right")
+    tokens = r.context_length + (r.draft_k or 0)
+
+    def cell(side: SideResult | None, value: int) -> str:
+        return f"{value / scale:.2f}" if side else "-"
+
+    t, dr = r.target, r.draft
+    table.add_row("weights", cell(t, t.weights_bytes), cell(dr, dr.weights_bytes if dr else 0))
+    table.add_row(
+        f"KV cache ({r.kv_dtype}, {tokens} tokens × {r.batch_size})",
+        cell(t, t.kv_cache_bytes),
+        cell(dr, dr.kv_cache_bytes if dr else 0),
+    )
+    table.add_row(
+        "workspace (logits, activations)",
+        cell(t, t.workspace_bytes),
+        cell(dr, dr.workspace_bytes if dr else 0),
+    )
+    table.add_row(
+        f"runtime overhead ({r.engine}, one process)", "", f"{r.overhead_bytes / scale:.2f}"
+    )
+    table.add_row("combined", "", f"{r.combined_bytes / scale:.2f}", style="bold")
+    console.print(table)
+    if r.kv_pool_bytes is not None:
+        _next(
+            console,
+            "vLLM KV pool",
+            f"{_size(r.kv_pool_bytes, units)} per GPU at "
+            f"gpu_memory_utilization {r.gpu_memory_utilization:g}: "
+            f"{r.kv_pool_tokens:,} tokens, {r.max_concurrent_sequences:.1f}x concurrency "
+            f"at {r.context_length} tokens",
+        )
+
+
+def _render_speculation(console: Console, r: SpecResult) -> None:
+    _next(
+        console,
+        "Expected tokens/step",
+        f"{r.expected_tokens_per_step:.2f} (E = (1 − α^(K+1)) / (1 − α))",
+    )
+    if r.optimal_k is None:
+        _next(console, "Optimal K", "none: no K fits in memory")
+    else:
+        _next(
+            console,
+            "Optimal K",
+            f"{r.optimal_k} -> {r.speedup_at_optimal_k or 0:.2f}x "
+            f"({r.speedup_model}, within memory)",
+        )
+    be = r.break_even_acceptance_rate
+    _next(
+        console,
+        "Break-even α",
+        (f"{be:.3f} at K={r.draft_k} (below it speculation slows decoding)")
+        if be is not None
+        else f"none at K={r.draft_k}: speculation never pays",
+    )
+
+
+def _render_next(console: Console, r: SpecResult) -> None:
+    if r.draft:
+        _render_speculation(console, r)
+    per = f"batch {r.batch_size}"
+    if r.draft:
+        tput = (
+            f"{r.baseline_tokens_per_s:,.0f} -> {r.speculative_tokens_per_s:,.0f} "
+            f"tokens/s ({per}); {r.baseline_ms_per_token:.2f} -> "
+            f"{r.speculative_ms_per_token:.2f} ms/token"
+        )
+    else:
+        tput = (
+            f"{r.baseline_tokens_per_s:,.0f} tokens/s ({per}); "
+            f"{r.baseline_ms_per_token:.2f} ms/token"
+        )
+    _next(console, "Throughput", tput)
+    if r.usd_per_mtok is not None:
+        _next(
+            console,
+            "Cost",
+            f"${r.usd_per_mtok:.3f} per million tokens at "
+            f"${r.price_usd_per_hour or 0:.2f}/GPU-hour",
+        )
+    if r.draft:
+        cross = r.crossover_batch_size
+        head = (
+            f"{cross} (roofline: speculation stops paying)"
+            if cross
+            else "none up to 2048 (roofline)"
+        )
+        largest = r.max_fitting_batch_size
+        fitting = (
+            "; no batch fits at this K"
+            if largest is None
+            else f"; batches up to {largest} fit in memory"
+        )
+        _next(console, "Crossover batch", head + fitting)
+    for note in r.notes:
+        console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)

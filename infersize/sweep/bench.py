@@ -1,0 +1,111 @@
+"""`infersize bench`: the vectorised engine against a plain-Python per-cell loop over the same
+core functions, on one generated grid, in one process (no workers, no file writes)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from infersize.catalog.store import load_catalog
+from infersize.core.deployment import deployment_numbers, prepare_side
+from infersize.core.engines import get_engine
+from infersize.core.fit import deployment_memory
+from infersize.core.speed import deployment_speed
+from infersize.core.speedup import get_speedup_model
+from infersize.sweep.plan import Plan, Scoring, Setting, make_chunks
+from infersize.sweep.run import chunk_tasks
+from infersize.sweep.score import score
+from infersize.sweep.tables import best_table, frontier_table
+
+PAIRS = [("qwen2.5-7b", "qwen2.5-0.5b"), ("qwen2.5-32b", "qwen2.5-1.5b"),
+         ("llama-3.1-8b", "llama-3.2-1b"), ("llama-3.1-70b", "llama-3.2-1b")]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    engine_cells: int
+    engine_s: float
+    loop_cells: int
+    loop_s: float
+
+    @property
+    def engine_rate(self) -> float:
+        return self.engine_cells / self.engine_s
+
+    @property
+    def loop_rate(self) -> float:
+        return self.loop_cells / self.loop_s
+
+    @property
+    def ratio(self) -> float:
+        return self.engine_rate / self.loop_rate
+
+
+def bench_plan(n_alphas: int = 41) -> Plan:
+    settings = tuple(
+        Setting(gpu, 1 if "70b" not in t and "32b" not in t else 2, t, tq, "fp16", d, dq, None)
+        for gpu in ("a100-80gb-sxm", "h100-sxm")
+        for t, d in PAIRS
+        for tq in ("bf16", "fp8")
+        for dq in ("bf16", "int4")
+    )
+    alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
+    plan = Plan(
+        "bench",
+        settings,
+        (1024, 2048, 4096, 8192, 16384, 32768),
+        (1, 8, 32, 128),
+        alphas,
+        tuple(range(1, 11)),
+        Scoring(),
+    )
+    return replace(plan, chunks=make_chunks(plan, 1_000_000))
+
+
+def run_engine(plan: Plan) -> float:
+    start = time.perf_counter()
+    for task in chunk_tasks(plan, best_top_n=3, with_cells=False):
+        scored = score(task)
+        frontier_table(task, scored)
+        best_table(task, scored)
+    return time.perf_counter() - start
+
+
+def run_loop(plan: Plan, max_cells: int) -> tuple[int, float]:
+    """One call of the core functions per cell (setting, context, batch, α, K)."""
+    catalog, engine = load_catalog(), get_engine(plan.scoring.engine)
+    model = get_speedup_model(plan.scoring.speedup_model)
+    done, start = 0, time.perf_counter()
+    for s in plan.settings:
+        gpu, kv = catalog.gpu(s.gpu), catalog.kv_dtype(s.kv_dtype)
+        target = prepare_side(
+            catalog.model(s.target), catalog.weight_format(s.target_quant), kv, gpu, s.tp
+        )
+        draft = prepare_side(
+            catalog.model(s.draft), catalog.weight_format(s.draft_quant), kv, gpu, 1
+        )
+        dep = deployment_numbers(target, draft, gpu)
+        for c in plan.contexts:
+            for b in plan.batches:
+                for a in plan.alphas:
+                    for k in plan.ks:
+                        memory = deployment_memory(dep, engine, c, b, k)
+                        speed = deployment_speed(
+                            target.numbers, draft.numbers, engine, model, c, b, a, k
+                        )
+                        _ = (memory.fits, speed.speedup)
+                        done += 1
+                        if done >= max_cells:
+                            return done, time.perf_counter() - start
+    return done, time.perf_counter() - start
+
+
+def run_bench(loop_cells: int = 3000) -> BenchResult:
+    plan = bench_plan()
+    run_engine(bench_plan(n_alphas=2))  # warm-up: imports, catalog
+    engine_s = statistics.median(run_engine(plan) for _ in range(5))
+    loop_done, loop_s = run_loop(plan, loop_cells)
+    return BenchResult(plan.total_cells, engine_s, loop_done, loop_s)

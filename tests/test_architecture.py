@@ -1,0 +1,114 @@
+"""The design is visible in the tree and checked: module and function sizes, the registries
+that every choice is generated from, and no comment pointing outside the repository."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from infersize.cli import app
+from infersize.core.arrays import FloatArray, floats
+from infersize.core.speedup import SPEEDUP_MODELS, SpeedupModel, StepTimes, register_speedup_model
+from infersize.sweep.config import load_sweep
+from infersize.sweep.plan import build_plan
+from infersize.sweep.run import run_sweep
+from tests.conftest import SEED_ARGS
+
+PACKAGE = Path(__file__).resolve().parent.parent / "infersize"
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_and_functions_stay_small(path):
+    source = path.read_text()
+    assert len(source.splitlines()) <= MAX_MODULE_LINES
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            assert length <= MAX_FUNCTION_LINES, f"{node.name}: {length} lines"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_comment_points_outside_the_repository(path):
+    source = path.read_text()
+    for outside in ("../shared", "/work/", "DESIGN §", "DESIGN.md"):
+        assert outside not in source
+
+
+def _toy(alpha: FloatArray, k: FloatArray, times: StepTimes) -> FloatArray:
+    """A made-up model for the test: every draft token adds α/100 to the speedup."""
+    return floats(1.0 + alpha * k / 100.0)
+
+
+@pytest.fixture
+def toy_model():
+    register_speedup_model(
+        SpeedupModel("toy", "Toy Speedup", "S = 1 + αK/100", _toy, lambda k, t: floats(1 + k))
+    )
+    yield SPEEDUP_MODELS["toy"]
+    del SPEEDUP_MODELS["toy"]
+
+
+def test_a_registered_speedup_model_reaches_spec_the_sweep_and_the_tables(
+    toy_model, runner, tmp_path
+):
+    data = json.loads(runner.invoke(app, [*SEED_ARGS, "--speedup-model", "toy", "--json"]).stdout)
+    assert data["speedup_model"] == "toy"
+    assert data["speedup"] == pytest.approx(1.0 + 0.72 * 4 / 100)
+    assert "Toy Speedup:" in runner.invoke(app, [*SEED_ARGS, "--speedup-model", "toy"]).stdout
+    sweep = tmp_path / "toy.yaml"
+    sweep.write_text(
+        "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\ngpus: [a100]\ncontext_lengths: [4096]\n"
+        "acceptance_rates: [0.72]\ndraft_k: [1, 2, 3, 4]\nspeedup_model: toy\n"
+    )
+    config, doc = load_sweep(sweep)
+    run_sweep(build_plan(config, doc), tmp_path / "out", jobs=1)
+    best = pl.read_parquet(tmp_path / "out" / "best_pairs.parquet")
+    assert set(best["speedup_model"]) == {"toy"}
+    assert np.allclose(best["speedup"], 1.0 + 0.72 * best["optimal_k"] / 100)
+    assert (best["optimal_k"] == 4).all()  # the toy speedup rises with K
+
+
+def test_an_unregistered_speedup_model_is_refused_with_the_registry_listed(runner, tmp_path):
+    sweep = tmp_path / "bad.yaml"
+    sweep.write_text(
+        "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\ngpus: [a100]\ncontext_lengths: [4096]\n"
+        "acceptance_rates: [0.72]\nspeedup_model: toy\n"
+    )
+    result = runner.invoke(app, ["sweep", "validate", str(sweep)])
+    assert result.exit_code == 2
+    choices = ", ".join(SPEEDUP_MODELS)
+    assert f"key 'speedup_model': Value error, unknown speedup model 'toy': choose {choices}" in (
+        result.stderr
+    )
+
+
+def test_help_lists_the_registered_speedup_models():
+    """The help text is generated from the registry: a model registered before the command
+    line is built (a plugin) appears in `spec --help`."""
+    code = (
+        "from infersize.core.speedup import SpeedupModel, register_speedup_model\n"
+        "register_speedup_model(SpeedupModel('toy', 'Toy Speedup', 'a made-up model for the "
+        "test', lambda a, k, t: 1 + a, lambda k, t: 1 + k))\n"
+        "from infersize.cli import app\napp(['spec', '--help'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"COLUMNS": "200", "PATH": ""},
+    )
+    text = " ".join(done.stdout.split())
+    for name in (*SPEEDUP_MODELS, "toy"):
+        assert f"{name}:" in text, name
+    assert "a made-up model for the test" in text
