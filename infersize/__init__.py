@@ -1,3 +1,3 @@
 """infersize: size speculative decoding (joint GPU memory of target + draft, and the speedup)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
