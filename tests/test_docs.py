@@ -34,3 +34,10 @@ def test_readme_setup_commands_are_the_ci_ones():
     assert "pip install . && infersize sweep run sweeps/quickstart.yaml" in README
     assert "pip install -e '.[test]' && pytest -q" in README
     assert "pip install --quiet -e '.[test]'" in ci and "pytest -q" in ci
+
+
+def test_the_data_dictionary_page_is_current():
+    from infersize.sweep.columns import markdown
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
+    assert page.read_text() == markdown(), "run: python -m infersize.sweep.columns > docs/tables.md"

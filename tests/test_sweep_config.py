@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from infersize.cli import app
-from infersize.sweep.config import load_sweep
+from infersize.sweep.config import SweepConfigError, load_sweep
 from infersize.sweep.plan import build_plan
 
 BASE = """\
@@ -75,11 +75,23 @@ def test_alpha_range_and_per_pair_alphas(tmp_path):
     text = BASE.replace(
         "acceptance_rates: [0.6, 0.8]", "acceptance_rates: {start: 0.5, stop: 0.9, step: 0.1}"
     )
-    text += "pairs:\n  - {target: qwen2.5-7b, draft: qwen2.5-1.5b, acceptance_rates: [0.75]}\n"
+    own = "[0.55, 0.65, 0.75, 0.8, 0.85]"
+    text += f"pairs:\n  - {{target: qwen2.5-7b, draft: qwen2.5-1.5b, acceptance_rates: {own}}}\n"
     plan = plan_of(write(tmp_path, text))
-    assert plan.alphas == (0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
-    own = [s for s in plan.settings if s.draft == "qwen2.5-1.5b"]
-    assert own and all(s.alphas == (0.75,) for s in own)
+    assert plan.scenarios == 5
+    assert plan.alphas == (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+    pair = [s for s in plan.settings if s.draft == "qwen2.5-1.5b"]
+    assert pair and all(s.alphas == (0.55, 0.65, 0.75, 0.8, 0.85) for s in pair)
+    assert all(s.alpha_source == "pair" for s in pair)
+    others = [s for s in plan.settings if s.draft != "qwen2.5-1.5b"]
+    assert others and all(s.alphas == (0.5, 0.6, 0.7, 0.8, 0.9) for s in others)
+    assert all(s.alpha_source == "sweep" for s in others)
+
+
+def test_every_pair_needs_the_same_number_of_scenarios(tmp_path):
+    text = BASE + "pairs:\n  - {target: qwen2.5-7b, draft: qwen2.5-1.5b, acceptance_rates: [0.7]}\n"
+    with pytest.raises(SweepConfigError, match="pairs have 1 and 2 acceptance rates"):
+        plan_of(write(tmp_path, text))
 
 
 def test_tp_that_does_not_divide_heads_is_skipped(tmp_path):

@@ -152,6 +152,12 @@ class Model(Record):
 ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
 
 
+Architecture = Literal[
+    "volta", "turing", "ampere", "ada", "hopper", "blackwell", "blackwell-ws", "cdna2", "cdna3"
+]
+SupportLevel = Literal["native", "weight-only", "unsupported"]
+
+
 class Gpu(Record):
     """One accelerator. memory_bytes is what the CUDA runtime reports, not the marketing figure."""
 
@@ -159,6 +165,7 @@ class Gpu(Record):
     name: str
     aliases: list[str] = []
     vendor: Literal["nvidia", "amd", "other"] = "nvidia"
+    architecture: Architecture | None = None  # what decides kernel support (support.yaml)
     marketed_memory_gb: float | None = None
     nvidia_smi_total_mib: int | None = None
     memory_bytes: PositiveInt
@@ -230,3 +237,64 @@ class ComponentBytes:
         """Bytes a decode step streams: everything but the embedding table, of which only
         the looked-up rows are read (a tied embedding is read in full as the lm_head)."""
         return self.total - self.embedding + (self.embedding if self.lm_head == 0 else 0)
+
+
+class PublishedAcceptance(Record):
+    """One published acceptance figure for a (target, draft) pair, converted to α."""
+
+    target: str
+    target_params_b: float = Field(gt=0)
+    draft: str
+    draft_params_b: float = Field(gt=0)
+    dataset: str
+    temperature: str
+    draft_k: str
+    engine: str
+    metric: str  # the figure as published (α, mean accepted tokens, accept ratio, speedup)
+    value: str
+    alpha: float = Field(ge=0, le=1)
+    alpha_low: float | None = Field(default=None, ge=0, le=1)
+    alpha_high: float | None = Field(default=None, ge=0, le=1)
+    conversion: str  # how the published figure became α
+    trust: str
+    use_for_fit: bool  # the prior is fitted to these rows
+    why_not_fitted: str | None = None
+    target_id: str | None = None  # catalog ids, where the pair is in the catalog
+    draft_id: str | None = None
+    source: str
+    notes: str | None = None
+
+
+class AcceptancePrior(Record):
+    """α for pairs nobody measured: a line in log10(draft / target parameters), clipped."""
+
+    formula: str
+    intercept: float
+    slope: float
+    alpha_min: float = Field(ge=0, le=1)
+    alpha_max: float = Field(ge=0, le=1)
+    rmse: float = Field(ge=0)  # over the fitted published pairs
+    max_abs_error: float = Field(ge=0)
+    pairs_fitted: int = Field(ge=2)
+    fitted_by: str
+
+
+class SupportGroup(Record):
+    """Architectures on which an engine family runs a precision the same way, and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    level: SupportLevel = Field(alias="class")
+    archs: list[Architecture] = Field(min_length=1)
+    reason: str
+    sources: list[str] = []
+    unconfirmed: bool = False  # read from code or disagreeing docs, not seen working
+
+
+@dataclass(frozen=True)
+class Support:
+    """How a GPU runs one precision under one engine family."""
+
+    level: SupportLevel
+    reason: str
+    unconfirmed: bool = False

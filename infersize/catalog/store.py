@@ -14,7 +14,17 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
-from infersize.catalog.records import Gpu, KvDtype, Model, Record, WeightFormat
+from infersize.catalog.records import (
+    AcceptancePrior,
+    Gpu,
+    KvDtype,
+    Model,
+    PublishedAcceptance,
+    Record,
+    Support,
+    SupportGroup,
+    WeightFormat,
+)
 from infersize.catalog.yamlfile import read_yaml, validate
 from infersize.errors import CatalogError, UnknownNameError
 
@@ -27,6 +37,10 @@ class _CatalogFile(Record):
     gpus: list[dict[str, Any]] = Field(default_factory=list)
     weight_formats: list[dict[str, Any]] = Field(default_factory=list)
     kv_dtypes: list[dict[str, Any]] = Field(default_factory=list)
+    published_acceptance: list[dict[str, Any]] = Field(default_factory=list)
+    acceptance_prior: dict[str, Any] | None = None
+    support_sources: dict[str, str] = Field(default_factory=dict)
+    support: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,29 @@ class Catalog:
     weight_formats: Table[WeightFormat]
     kv_dtypes: Table[KvDtype]
     files: tuple[Path, ...]
+    published_acceptance: list[PublishedAcceptance] = field(default_factory=list)
+    acceptance_prior: list[AcceptancePrior] = field(default_factory=list)  # the last one holds
+    # engine family -> precision id -> groups; a later file replaces a (family, precision)
+    support_rules: dict[str, dict[str, list[SupportGroup]]] = field(default_factory=dict)
+
+    def support(self, precision: str, gpu: Gpu, family: str) -> Support:
+        """How `gpu` runs `precision` under an engine family (support.yaml)."""
+        if gpu.architecture is None:
+            return Support("native", f"{gpu.id} has no architecture in the catalog: assumed", True)
+        groups = self.support_rules.get(family, {}).get(precision)
+        if groups is None:
+            reason = f"no support rule for {precision} under {family}: assumed to run"
+            return Support("native", reason, True)
+        for group in groups:
+            if gpu.architecture in group.archs:
+                return Support(group.level, group.reason, group.unconfirmed)
+        return Support("unsupported", f"no {family} kernel for {precision} on {gpu.architecture}")
+
+    @property
+    def prior(self) -> AcceptancePrior:
+        if not self.acceptance_prior:
+            raise CatalogError("no acceptance_prior in the catalogs (configs/acceptance.yaml)")
+        return self.acceptance_prior[-1]
 
     def model(self, name: str) -> Model:
         return self.models.get(name)
@@ -96,7 +133,7 @@ def builtin_config_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent / "configs"
 
 
-BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml")
+BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml", "acceptance.yaml", "support.yaml")
 
 
 def _load_file(path: Path, catalog: Catalog) -> None:
@@ -113,6 +150,21 @@ def _load_file(path: Path, catalog: Catalog) -> None:
     for section, table in tables.items():
         for index, entry in enumerate(doc.data.get(section) or []):
             table.add(validate(doc, table.schema, entry, (section, index)), path)
+    for index, entry in enumerate(doc.data.get("published_acceptance") or []):
+        row = validate(doc, PublishedAcceptance, entry, ("published_acceptance", index))
+        catalog.published_acceptance.append(row)
+    for family, precisions in (doc.data.get("support") or {}).items():
+        for precision, groups in precisions.items():
+            rules = [
+                validate(doc, SupportGroup, g, ("support", family, precision, i))
+                for i, g in enumerate(groups)
+            ]
+            catalog.support_rules.setdefault(family, {})[precision] = rules
+    if doc.data.get("acceptance_prior") is not None:
+        prior = doc.data["acceptance_prior"]
+        catalog.acceptance_prior.append(
+            validate(doc, AcceptancePrior, prior, ("acceptance_prior",))
+        )
 
 
 @lru_cache(maxsize=8)

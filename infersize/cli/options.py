@@ -30,7 +30,12 @@ DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight pre
 Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
 ContextLength = Annotated[int, typer.Option("--context-length", help="Tokens per sequence.")]
 AcceptanceRate = Annotated[
-    float, typer.Option("--acceptance-rate", help="α: probability a draft token is accepted.")
+    float | None,
+    typer.Option(
+        "--acceptance-rate",
+        help="α: probability a draft token is accepted (default: published for the pair, "
+        "else a prior fitted to published pairs).",
+    ),
 ]
 DraftK = Annotated[int, typer.Option("--draft-k", help="K: draft tokens per verification step.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", help="Concurrent sequences.")]
@@ -52,10 +57,11 @@ GpuMemoryUtilization = Annotated[
     typer.Option("--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."),
 ]
 SpeedupModel = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--speedup-model",
-        help="How the speedup is computed: "
+        help="How the speedup is computed (default: roofline; leviathan when --latency-ratio "
+        "is given): "
         + "; ".join(f"{name}: {m.summary}" for name, m in SPEEDUP_MODELS.items())
         + ".",
     ),

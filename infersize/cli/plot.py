@@ -46,7 +46,7 @@ def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
 
     assert result.draft is not None and result.latency_ratio is not None
     gamma = result.latency_ratio
-    curves = speedup_vs_k([result.acceptance_rate], gamma, max(16, result.draft_k or 1))
+    curves = speedup_vs_k([result.acceptance_rate or 0.0], gamma, max(16, result.draft_k or 1))
     title = (
         f"{result.target.model} + {result.draft.model} on {result.gpu.name}"
         f": speedup vs K at γ = {gamma:.1f}"
@@ -65,7 +65,7 @@ def plot_batch(
     tp: opt.Tp = 1,
     kv_dtype: opt.KvDtype = "fp16",
     context_length: opt.ContextLength = 4096,
-    acceptance_rate: opt.AcceptanceRate = 0.7,
+    acceptance_rate: opt.AcceptanceRate = None,
     draft_k: opt.DraftK = 4,
     engine: opt.Engine = "plain",
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
@@ -89,7 +89,7 @@ def plot_batch(
     dep = curve.deployment
     assert dep.draft is not None
     label = (
-        f"{dep.target.model.id} + {dep.draft.model.id} on {dep.gpu.name}, α {acceptance_rate:g}, "
+        f"{dep.target.model.id} + {dep.draft.model.id} on {dep.gpu.name}, α {curve.alpha:g}, "
         f"K {draft_k}, context {context_length}"
     )
     typer.echo(str(save(speedup_vs_batch_figure(curve, label), out)))
@@ -103,15 +103,23 @@ def plot_frontier(
     alpha: Annotated[
         float | None, typer.Option("--alpha", help="Acceptance rate (default: nearest 0.7).")
     ] = None,
+    context: Annotated[
+        int | None, typer.Option("--context-length", help="Default: the smallest swept.")
+    ] = None,
+    batch: Annotated[
+        int | None, typer.Option("--batch-size", help="Default: the smallest swept.")
+    ] = None,
 ) -> None:
     """Memory vs speedup of one GPU's frontier, Pareto steps drawn, best pair labelled."""
     from infersize.show.figures import frontier_figure, save
-    from infersize.sweep.best import best_pairs, frontier_rows
+    from infersize.sweep.best import Filters, best_pairs, frontier_rows
 
-    best, selection = best_pairs(output_dir, gpu=gpu, alpha=alpha)
+    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha)
+    answer = best_pairs(output_dir, filters)
+    selection, best = answer.selection, answer.rows
     if selection is None or best.is_empty():
         raise InfersizeError(f"{output_dir}: no fitting rows for {gpu} in this selection")
     gpu_id = best["gpu"][0]
     frontier = frontier_rows(output_dir, gpu_id, selection)
-    figure = frontier_figure(frontier, best, gpu_id, selection.as_dict())
+    figure = frontier_figure(frontier, best, gpu_id, selection.describe())
     typer.echo(str(save(figure, out)))

@@ -23,16 +23,17 @@ def report(
     """One self-contained HTML report (best pairs per GPU, frontier figures inline)."""
     from infersize.files import atomic_write
     from infersize.show.html import GpuSection, render_report
-    from infersize.sweep.best import best_pairs, frontier_rows, read_manifest
+    from infersize.sweep.best import Filters, best_pairs, frontier_rows, read_manifest
 
     manifest = read_manifest(output_dir)
-    best, selection = best_pairs(output_dir)
+    answer = best_pairs(output_dir, Filters())
+    selection = answer.selection
     sections = []
     if selection is not None:
-        for (gpu,), rows in best.group_by(["gpu"], maintain_order=True):
+        for (gpu,), rows in answer.rows.group_by(["gpu"], maintain_order=True):
             frontier = frontier_rows(output_dir, str(gpu), selection)
             sections.append(GpuSection(str(gpu), rows, frontier))
-    chosen = {} if selection is None else selection.as_dict()
+    chosen = "no fitting pair" if selection is None else selection.describe()
     target = out or output_dir / "report.html"
     try:
         atomic_write(target, render_report(manifest, sections, chosen))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -100,6 +102,7 @@ def run(
     out_dir = out or Path(config.output.dir or Path("outputs") / config.name)
     from infersize.cli.best import print_best
     from infersize.show.terminal import console
+    from infersize.sweep.best import Filters
     from infersize.sweep.run import run_sweep
 
     err = console(stderr=True, quiet=quiet)
@@ -115,6 +118,7 @@ def run(
             best_top_n=config.output.best_top_n,
             formats=tuple(config.output.formats),
             on_chunk=advance,
+            command_line=shlex.join(["infersize", *sys.argv[1:]]),
         )
     if not quiet:
         err.print(
@@ -123,7 +127,7 @@ def run(
             f"{manifest['rows']['frontier']:,} rows, best_pairs "
             f"{manifest['rows']['best_pairs']:,} rows"
         )
-        print_best(console(), out_dir)
+        print_best(console(), out_dir, Filters())
     typer.echo(str(out_dir))
 
 

@@ -12,6 +12,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.catalog.records import AcceptancePrior
 from infersize.core import speculative as sd
 from infersize.core.arrays import FloatArray, floats
 from infersize.errors import InfersizeError, ValueRangeError
@@ -50,3 +54,36 @@ def convert(k: int, metric: str, value: float) -> AcceptanceMetrics:
     alpha = float(to_alpha(value, k))
     derived = {name: float(v) for name, v in sd.acceptance_metrics(alpha, k).items()}
     return AcceptanceMetrics(draft_k=k, acceptance_rate=alpha, **derived)
+
+
+def prior_alpha(prior: AcceptancePrior, draft_params: float, target_params: float) -> float:
+    """α expected of a draft `draft_params / target_params` the size of its target, for pairs
+    nobody measured: α = intercept + slope · log10(draft / target), clipped to the prior's
+    range (the line is fitted to published pairs; configs/acceptance.yaml)."""
+    line = prior.intercept + prior.slope * math.log10(draft_params / target_params)
+    return min(max(line, prior.alpha_min), prior.alpha_max)
+
+
+@dataclass(frozen=True)
+class PriorFit:
+    intercept: float
+    slope: float
+    rmse: float
+    max_abs_error: float
+    pairs: int
+
+
+def fit_prior(draft_params: ArrayLike, target_params: ArrayLike, alphas: ArrayLike) -> PriorFit:
+    """Least squares of α on log10(draft / target) over published pairs, and its errors."""
+    x = np.log10(floats(draft_params) / floats(target_params))
+    y = floats(alphas)
+    design = np.stack([np.ones_like(x), x], axis=1)
+    (intercept, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
+    residual = y - (intercept + slope * x)
+    return PriorFit(
+        float(intercept),
+        float(slope),
+        float(np.sqrt(np.mean(residual**2))),
+        float(np.max(np.abs(residual))),
+        int(y.size),
+    )

@@ -61,9 +61,11 @@ def prepare_side(
     gpu: Gpu,
     tp: int = 1,
     exact: ComponentBytes | None = None,
+    weight_only: bool = False,
 ) -> Side:
     """`exact`: the whole model's weight bytes read from its files, used instead of the
-    format's bits per weight (split over TP ranks like the formula)."""
+    format's bits per weight (split over TP ranks like the formula). `weight_only`: the GPU
+    runs `fmt` through dequantising kernels."""
     mem.check_tp(model, tp)
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
@@ -74,7 +76,7 @@ def prepare_side(
         activation_bytes_per_token=mem.activation_bytes_per_token(model, tp),
         tp=tp,
         kv=kv,
-        cost=step_cost(model, counts, weights, fmt, kv, gpu, tp),
+        cost=step_cost(model, counts, weights, fmt, kv, gpu, tp, weight_only),
     )
     return Side(model, fmt, counts, weights, numbers, exact is not None)
 

@@ -45,12 +45,13 @@ class Engine:
     step_overhead_s: float = 2.0e-4  # per forward pass: scheduling, sampling, graph launch
     layer_overhead_s: float = 1.0e-5  # per layer per pass: kernel launch gaps and tails
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
+    support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
 
 
 ENGINES: dict[str, Engine] = {
     "plain": Engine(
         name="plain",
-        description="sum of the parts against the device memory (any PyTorch engine)",
+        description="sum of the parts against the device memory; kernel support as in vLLM",
         overhead_gib=1.04,
         tp_overhead_gib=0.74,
     ),
@@ -73,6 +74,7 @@ ENGINES: dict[str, Engine] = {
         mbu=0.75,  # fitted: llama.cpp PR #6766 (RTX 4090/3090, Q4_0), issue #6763 (H100-PCIe)
         step_overhead_s=8.0e-4,
         layer_overhead_s=6.0e-5,
+        support_family="llama.cpp",
     ),
 }
 

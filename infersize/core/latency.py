@@ -27,6 +27,12 @@ from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes
 from infersize.core.params import ParamCounts
 
 PCIE4_X16_GB_PER_S = 64.0
+# Weight-only (dequantising) kernels unpack the weights inside the GEMM and multiply at 16 bit:
+# compute runs at the 16-bit peak, and dequantising costs about 5 % of it when compute-bound
+# (Marlin, IST-DASLab/marlin README @2f6d7c1, A10, group 128: 3.09x of an ideal 3.27x at batch 64,
+# 1.55x of 1.64x at batch 128). Memory-bound decode streams the packed bytes at full speed
+# ("essentially ideal speedups ... up to batchsizes around 16-32").
+WEIGHT_ONLY_COMPUTE_EFFICIENCY = 0.945
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,10 @@ def step_cost(
     kv: KvLayout,
     gpu: Gpu,
     tp: int = 1,
+    weight_only: bool = False,
 ) -> StepCost:
-    """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks."""
+    """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks.
+    `weight_only`: the GPU dequantises `fmt` (support.yaml), so it multiplies at 16 bit."""
     read = float(weights.read_per_step)
     expert_bytes = weights.linear * counts.mlp_routed / counts.linear
     moe = model.moe
@@ -87,7 +95,9 @@ def step_cost(
         hidden=model.hidden_size,
         tp=tp,
         bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
-        peak_flops=gpu.peak_flops(fmt.compute_dtype),
+        peak_flops=gpu.peak_flops("fp16") * WEIGHT_ONLY_COMPUTE_EFFICIENCY
+        if weight_only
+        else gpu.peak_flops(fmt.compute_dtype),
         link_bytes_per_s=link,
     )
 

@@ -1,7 +1,10 @@
 """Where a deployment stops paying or stops fitting: the crossover batch (speculation no longer
-faster) and the largest batch that fits."""
+faster), and the longest context and largest batch that still fit (exact integers: memory never
+falls as context or batch grow, so a bisection over the integers finds the last that fits)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,10 +42,37 @@ def crossover_batch(
     return floats(np.where(below.any(axis=-1), BATCH_LADDER[first], np.nan))
 
 
-def max_fitting_batch_on_ladder(
-    dep: DeploymentNumbers, engine: Engine, context: float, k: int
+def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The largest n in [low, high] with fits(n), for `fits` true up to some n and false after
+    it; None when not even `low` fits."""
+    if not fits(low):
+        return None
+    if fits(high):
+        return high
+    good, bad = low, high
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        good, bad = (middle, bad) if fits(middle) else (good, middle)
+    return good
+
+
+def max_fitting_context(
+    dep: DeploymentNumbers, engine: Engine, batch: int, k: int, high: int, headroom: float = 0.0
 ) -> int | None:
-    """Largest batch of the crossover ladder (1, 2, 4 ... 2048) that still fits at this K: the
-    crossover ignores memory, so a planner needs both."""
-    fits = deployment_memory(dep, engine, context, BATCH_LADDER, k).fits
-    return int(BATCH_LADDER[fits].max()) if fits.any() else None
+    """Longest context (tokens per sequence, at most `high`) that fits at this batch and K."""
+
+    def fits(context: int) -> bool:
+        return bool(deployment_memory(dep, engine, context, batch, k, headroom).fits)
+
+    return largest_fitting(fits, 1, high)
+
+
+def max_fitting_batch(
+    dep: DeploymentNumbers, engine: Engine, context: int, k: int, high: int, headroom: float = 0.0
+) -> int | None:
+    """Largest batch (concurrent sequences, at most `high`) that fits at this context and K."""
+
+    def fits(batch: int) -> bool:
+        return bool(deployment_memory(dep, engine, context, batch, k, headroom).fits)
+
+    return largest_fitting(fits, 1, high)

@@ -53,6 +53,8 @@ class SpeedupModel:
     speedup: SpeedupFn  # (α, K, step times) -> S
     step_cost: Callable[[FloatArray, StepTimes], FloatArray]  # (K, times) -> spec step / plain step
     note: str | None = None  # a caveat printed beside its numbers
+    title: str = "LEVIATHAN SPEEDUP"  # the panel title's second half
+    qualifier: str = ""  # after the speedup on the panel; {batch} is the batch size
 
 
 def _leviathan(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
@@ -110,11 +112,12 @@ register_speedup_model(
 register_speedup_model(
     SpeedupModel(
         "roofline",
-        "Roofline Speedup",
+        "Leviathan Speedup",
         "S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the roofline "
         "step time, so the speedup falls as the batch grows",
         _roofline,
         lambda k, t: floats((k * t.draft + t.verify) / t.target),
+        qualifier=" (roofline, batch {batch})",
     )
 )
 register_speedup_model(
@@ -127,5 +130,7 @@ register_speedup_model(
         lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
         note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
         "Leviathan's Theorem 3.8; it overstates the speedup",
+        title="LINEAR-FORMULA SPEEDUP",
+        qualifier=" (linear formula, not Leviathan's theorem)",
     )
 )

@@ -35,7 +35,13 @@ def predict(row: Row, engine: Engine | None = None) -> float:
     catalog = load_catalog()
     gpu = catalog.gpu(row["gpu"])
     side, _ = resolve_side(
-        row["model"], row["precision"], catalog, catalog.kv_dtype("fp16"), gpu, int(row["tp"])
+        row["model"],
+        row["precision"],
+        catalog,
+        catalog.kv_dtype("fp16"),
+        gpu,
+        int(row["tp"]),
+        engine.support_family,
     )
     if kind == "kv_pool_gib":
         numbers = deployment_numbers(side, None, gpu)

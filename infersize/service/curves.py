@@ -16,6 +16,7 @@ from infersize.core.limits import BATCH_LADDER, crossover_batch
 from infersize.core.speculative import optimal_k_leviathan
 from infersize.core.speedup import StepTimes, get_speedup_model
 from infersize.errors import ValueRangeError
+from infersize.service.acceptance import resolve_alpha
 from infersize.service.resolve import Deployment, resolve_deployment
 from infersize.service.spec import SpecRequest, validate_request
 
@@ -57,6 +58,7 @@ class BatchCurve:
     """Roofline speedup of one deployment against batch size at one α and K."""
 
     deployment: Deployment
+    alpha: float
     batches: FloatArray
     speedup: FloatArray
     fits: BoolArray  # the batch fits in memory at this K
@@ -69,13 +71,13 @@ def speedup_vs_batch(req: SpecRequest, catalog: Catalog) -> BatchCurve:
     dep = resolve_deployment(req.deployment, catalog, engine)
     if dep.draft is None:
         raise ValueRangeError("draft", "is needed for a speedup curve")
-    work = Workload(req.context_length, BATCH_LADDER, req.acceptance_rate, [req.draft_k])
+    alpha, _ = resolve_alpha(req.acceptance_rate, dep, catalog)
+    work = Workload(req.context_length, BATCH_LADDER, alpha, [req.draft_k])
     point = evaluate(dep.numbers, engine, get_speedup_model("roofline"), work).at(0)
-    cross = float(
-        crossover_batch(dep.numbers, engine, req.context_length, req.acceptance_rate, req.draft_k)
-    )
+    cross = float(crossover_batch(dep.numbers, engine, req.context_length, alpha, req.draft_k))
     return BatchCurve(
         dep,
+        alpha,
         floats(BATCH_LADDER),
         point.speed.speedup,
         point.memory.fits,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infersize.catalog.records import Gpu, KvDtype
-from infersize.catalog.sources import ModelSource, resolve_format, resolve_model
+from infersize.catalog.records import Gpu, KvDtype, Support
+from infersize.catalog.sources import resolve_format, resolve_model
 from infersize.catalog.store import Catalog
 from infersize.core.deployment import (
     DeploymentNumbers,
@@ -42,25 +42,58 @@ class Deployment:
     kv_dtype: KvDtype
     engine: Engine
     numbers: DeploymentNumbers
+    support: Support  # the least supported of the target's and the draft's precisions
+
+
+LEVELS = ("native", "weight-only", "unsupported")
+
+
+def combined_support(sides: dict[str, tuple[str, Support]]) -> Support:
+    """The least supported side decides; the reason names it ("target fp8: ...")."""
+    role, (precision, worst) = max(sides.items(), key=lambda s: LEVELS.index(s[1][1].level))
+    if worst.level == "native" and not worst.unconfirmed:
+        return worst
+    return Support(worst.level, f"{role} {precision}: {worst.reason}", worst.unconfirmed)
 
 
 def resolve_side(
-    name: str, quant: str, catalog: Catalog, kv: KvDtype, gpu: Gpu, tp: int = 1
-) -> tuple[Side, ModelSource]:
+    name: str,
+    quant: str,
+    catalog: Catalog,
+    kv: KvDtype,
+    gpu: Gpu,
+    tp: int = 1,
+    family: str = "vllm",
+) -> tuple[Side, Support]:
     """`quant` 'auto' means the checkpoint's own precision. When the precision is the
-    checkpoint's own and its files were read, the weights are the files' exact bytes."""
+    checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
+    support of the precision under the engine family decides how the step is priced."""
     source = resolve_model(name, catalog)
     fmt = resolve_format(source, quant, catalog)
-    return prepare_side(source.model, fmt, kv, gpu, tp, source.exact_weights(fmt)), source
+    support = catalog.support(fmt.id, gpu, family)
+    if quant.strip().lower() == "auto" and fmt.id == "bf16" and support.level == "unsupported":
+        # as vLLM advises (--dtype half): fp16 has bf16's bytes and runs where bf16 cannot
+        fmt = catalog.weight_format("fp16")
+        support = catalog.support("fp16", gpu, family)
+    weight_only = support.level == "weight-only"
+    exact = source.exact_weights(fmt)
+    return prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only), support
 
 
 def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine) -> Deployment:
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
-    target, _ = resolve_side(req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp)
+    family = engine.support_family
+    target, t_support = resolve_side(
+        req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp, family
+    )
+    sides = {"target": (target.fmt.id, t_support)}
     draft = None
     if req.draft is not None:
-        draft, _ = resolve_side(req.draft, req.draft_quant, catalog, kv_dtype, gpu, 1)
+        draft, d_support = resolve_side(
+            req.draft, req.draft_quant, catalog, kv_dtype, gpu, 1, family
+        )
         check_pair(target.model, draft.model, req.allow_cross_tokenizer)
+        sides["draft"] = (draft.fmt.id, d_support)
     numbers = deployment_numbers(target, draft, gpu, req.price_usd_per_hour)
-    return Deployment(target, draft, gpu, kv_dtype, engine, numbers)
+    return Deployment(target, draft, gpu, kv_dtype, engine, numbers, combined_support(sides))

@@ -11,11 +11,14 @@ from typing import Any
 import numpy as np
 
 from infersize.catalog.store import Catalog
+from infersize.core.arrays import FloatArray
 from infersize.core.engines import get_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
-from infersize.core.limits import crossover_batch, max_fitting_batch_on_ladder
+from infersize.core.limits import crossover_batch
 from infersize.core.speedup import get_speedup_model
 from infersize.errors import ValueRangeError
+from infersize.service.acceptance import resolve_alpha
+from infersize.service.fit_limits import Ask, fit_limits
 from infersize.service.resolve import Deployment, DeploymentRequest, resolve_deployment
 from infersize.service.spec_notes import spec_notes
 from infersize.service.spec_result import GpuResult, SpecResult, side_result
@@ -27,10 +30,10 @@ class SpecRequest:
 
     deployment: DeploymentRequest
     context_length: int = 4096
-    acceptance_rate: float = 0.7
+    acceptance_rate: float | None = None  # None: published for the pair, else the prior
     draft_k: int = 4
     batch_size: int = 1
-    speedup_model: str = "leviathan"
+    speedup_model: str | None = None  # None: roofline, or leviathan when γ is given
     latency_ratio: float | None = None
     max_k: int = 16
     engine: str = "plain"
@@ -50,9 +53,12 @@ def _at_least(name: str, value: int, low: int) -> None:
 
 def validate_request(req: SpecRequest) -> None:
     """One clear message per mistake, naming the setting."""
-    _finite("acceptance_rate", req.acceptance_rate)
-    if not 0.0 <= req.acceptance_rate <= 1.0:
-        raise ValueRangeError("acceptance_rate", f"must be in [0, 1], got {req.acceptance_rate}")
+    if req.acceptance_rate is not None:
+        _finite("acceptance_rate", req.acceptance_rate)
+        if not 0.0 <= req.acceptance_rate <= 1.0:
+            raise ValueRangeError(
+                "acceptance_rate", f"must be in [0, 1], got {req.acceptance_rate}"
+            )
     _at_least("draft_k", req.draft_k, 1)
     if req.max_k > MAX_K:
         raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
@@ -73,28 +79,34 @@ def validate_request(req: SpecRequest) -> None:
             raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
 
 
-def _speed_fields(req: SpecRequest, dep: Deployment, ev: Evaluation, at_k: Point) -> dict[str, Any]:
+def _speed_fields(
+    req: SpecRequest, dep: Deployment, ev: Evaluation, at_k: Point, fits: bool, alpha: float
+) -> dict[str, Any]:
     """What only a deployment with a draft has: γ, E, the best K, break-even, crossover."""
     index = req.draft_k - 1
     best = ev.optimal if bool(ev.fits_any) else None
-    break_even = float(ev.break_even_alpha()[..., index])
+    break_even = ev.break_even_alpha()
+    least = int(np.nanargmin(break_even)) if not np.isnan(break_even).all() else None
     crossover = float(
-        crossover_batch(
-            dep.numbers, dep.engine, req.context_length, req.acceptance_rate, req.draft_k
-        )
+        crossover_batch(dep.numbers, dep.engine, req.context_length, alpha, req.draft_k)
     )
     return {
         "latency_ratio": float(at_k.speed.latency_ratio),
         "latency_ratio_source": "given" if req.latency_ratio is not None else "roofline",
         "expected_tokens_per_step": float(at_k.speed.expected_tokens),
+        "speedup": float(at_k.speed.speedup) if fits else None,
         "optimal_k": None if best is None else int(best.k),
         "speedup_at_optimal_k": None if best is None else float(best.speed.speedup),
-        "break_even_acceptance_rate": None if math.isnan(break_even) else break_even,
+        "break_even_acceptance_rate": _number(break_even[..., index]),
+        "min_break_even_acceptance_rate": None if least is None else _number(break_even[least]),
+        "min_break_even_draft_k": None if least is None else int(ev.ks[least]),
         "crossover_batch_size": None if math.isnan(crossover) else int(crossover),
-        "max_fitting_batch_size": max_fitting_batch_on_ladder(
-            dep.numbers, dep.engine, req.context_length, req.draft_k
-        ),
     }
+
+
+def _number(value: FloatArray | float) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) else number
 
 
 def _pool_fields(req: SpecRequest, dep: Deployment, at_k: Point) -> dict[str, Any]:
@@ -110,56 +122,87 @@ def _pool_fields(req: SpecRequest, dep: Deployment, at_k: Point) -> dict[str, An
     }
 
 
+def _throughput_fields(at_k: Point, fits: bool) -> dict[str, Any]:
+    """Decode throughput, latency and cost: only for a deployment that can run."""
+    names = (
+        "baseline_tokens_per_s",
+        "speculative_tokens_per_s",
+        "baseline_ms_per_token",
+        "speculative_ms_per_token",
+        "usd_per_mtok",
+    )
+    return {name: _number(getattr(at_k, name)) if fits else None for name in names}
+
+
+def _memory_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
+    memory = at_k.memory
+    return {
+        "target": side_result(dep.target, memory.target_kv, memory.target_workspace),
+        "draft": None
+        if dep.draft is None
+        else side_result(dep.draft, memory.draft_kv, memory.draft_workspace),
+        "overhead_bytes": int(memory.overhead),
+        "combined_bytes": int(memory.combined),
+        "gpu": GpuResult(dep.gpu.id, dep.gpu.name, dep.gpu.memory_bytes, dep.target.tp),
+        "engine": dep.engine.name,
+        "budget_bytes": int(memory.budget),
+        "utilization": float(memory.utilization),
+        # a precision the GPU cannot run never fits, whatever the memory says
+        "fits": bool(memory.fits) and dep.support.level != "unsupported",
+        "verdict": "unsupported" if dep.support.level == "unsupported" else str(memory.verdict),
+        "support": dep.support.level,
+        "support_reason": None
+        if dep.support.level == "native" and not dep.support.unconfirmed
+        else dep.support.reason,
+    }
+
+
+def default_speedup_model(latency_ratio: float | None) -> str:
+    """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
+    prices verification at the batch asked."""
+    return "leviathan" if latency_ratio is not None else "roofline"
+
+
 def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     validate_request(req)
     engine = get_engine(req.engine, req.gpu_memory_utilization, req.overhead_gib)
-    model = get_speedup_model(req.speedup_model)
+    model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
-    work = Workload(
-        req.context_length,
-        req.batch_size,
-        req.acceptance_rate,
-        np.arange(1, req.max_k + 1),
-        req.latency_ratio,
-    )
+    alpha, acceptance = resolve_alpha(req.acceptance_rate, dep, catalog)
+    ks = np.arange(1, req.max_k + 1)
+    work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio)
     ev = evaluate(dep.numbers, engine, model, work)
     at_k = ev.at(req.draft_k - 1 if dep.draft else 0)
-    memory = at_k.memory
-    speed: dict[str, Any] = {"expected_tokens_per_step": 1.0}
+    memory = _memory_fields(dep, at_k)
+    speed: dict[str, Any] = {
+        "expected_tokens_per_step": 1.0,
+        "speedup": 1.0 if memory["fits"] else None,
+    }
     if dep.draft is not None:
-        speed = _speed_fields(req, dep, ev, at_k)
+        speed = _speed_fields(req, dep, ev, at_k, memory["fits"], alpha)
+    ask = Ask(req.context_length, req.batch_size, req.draft_k if dep.draft else 0)
     price = float(dep.numbers.price_usd_per_hour)
-    usd = float(at_k.usd_per_mtok)
     result = SpecResult(
-        target=side_result(dep.target, memory.target_kv, memory.target_workspace),
-        draft=None
-        if dep.draft is None
-        else side_result(dep.draft, memory.draft_kv, memory.draft_workspace),
-        overhead_bytes=int(memory.overhead),
-        combined_bytes=int(memory.combined),
-        gpu=GpuResult(dep.gpu.id, dep.gpu.name, dep.gpu.memory_bytes, dep.target.tp),
-        engine=engine.name,
-        budget_bytes=int(memory.budget),
-        utilization=float(memory.utilization),
-        fits=bool(memory.fits),
-        verdict=str(memory.verdict),
+        **memory,
         **_pool_fields(req, dep, at_k),
         context_length=req.context_length,
         batch_size=req.batch_size,
         kv_dtype=dep.kv_dtype.id,
-        acceptance_rate=req.acceptance_rate,
+        acceptance_rate=alpha if dep.draft else req.acceptance_rate,
+        acceptance_source=acceptance.source if acceptance else "given",
         draft_k=req.draft_k if dep.draft else None,
         speedup_model=model.name,
         **speed,
-        speedup=float(at_k.speed.speedup),
-        baseline_tokens_per_s=float(at_k.baseline_tokens_per_s),
-        speculative_tokens_per_s=float(at_k.speculative_tokens_per_s),
-        baseline_ms_per_token=float(at_k.baseline_ms_per_token),
-        speculative_ms_per_token=float(at_k.speculative_ms_per_token),
+        **dataclasses.asdict(fit_limits(req.deployment, dep, catalog, ask)),
+        **_throughput_fields(at_k, memory["fits"]),
         price_usd_per_hour=None if math.isnan(price) else price,
-        usd_per_mtok=None if math.isnan(usd) else usd,
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
+    if acceptance is not None and dep.draft is not None:
+        notes = (
+            f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own",
+            *notes,
+        )
     return dataclasses.replace(result, notes=notes)
 
 

@@ -60,7 +60,9 @@ class SpecResult:
     budget_bytes: int
     utilization: float  # combined / device memory
     fits: bool
-    verdict: str
+    verdict: str  # safe, tight, OOM, or unsupported (a precision the GPU cannot run)
+    support: str  # native, weight-only (dequantising kernels, priced) or unsupported
+    support_reason: str | None  # why, unless native
     gpu_memory_utilization: float | None = None  # vllm: the pool's share of the device
     kv_pool_bytes: int | None = None  # vllm: per GPU, as vLLM logs it
     kv_pool_tokens: int | None = None
@@ -68,22 +70,29 @@ class SpecResult:
     context_length: int
     batch_size: int
     kv_dtype: str
-    acceptance_rate: float
+    acceptance_rate: float | None
+    acceptance_source: str  # given, published (for this pair) or prior (fitted to published)
     draft_k: int | None
     speedup_model: str
     latency_ratio: float | None = None
     latency_ratio_source: str | None = None  # "given" or "roofline"
     expected_tokens_per_step: float
-    speedup: float
-    optimal_k: int | None = None
+    speedup: float | None  # None when the deployment does not fit
+    optimal_k: int | None = None  # the best K that fits; None when none does
     speedup_at_optimal_k: float | None = None
-    break_even_acceptance_rate: float | None = None
+    break_even_acceptance_rate: float | None = None  # at the K asked
+    min_break_even_acceptance_rate: float | None = None  # least over K = 1..max_k
+    min_break_even_draft_k: int | None = None
     crossover_batch_size: int | None = None
-    max_fitting_batch_size: int | None = None
-    baseline_tokens_per_s: float
-    speculative_tokens_per_s: float
-    baseline_ms_per_token: float
-    speculative_ms_per_token: float
+    max_fitting_context_length: int | None = None  # at the batch and K asked
+    max_fitting_batch_size: int | None = None  # at the context and K asked (exact)
+    min_fitting_tp: int | None = None  # smallest of 1, 2, 4, 8 that fits
+    fitting_target_quant: str | None = None  # when it does not fit: the most bits that fit
+    fitting_kv_dtype: str | None = None  # when it does not fit: the widest KV dtype that fits
+    baseline_tokens_per_s: float | None  # throughput, latency, cost: None when it does not fit
+    speculative_tokens_per_s: float | None
+    baseline_ms_per_token: float | None
+    speculative_ms_per_token: float | None
     price_usd_per_hour: float | None
     usd_per_mtok: float | None
     notes: tuple[str, ...] = ()

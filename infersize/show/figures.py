@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infersize.errors import InfersizeError
 
@@ -105,9 +105,7 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     return fig
 
 
-def frontier_figure(
-    frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: dict[str, Any]
-) -> Figure:
+def frontier_figure(frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str) -> Figure:
     """Memory vs speedup of one GPU's frontier rows (one colour per target), each target's
     Pareto steps (its `front_speedup` column) drawn, and each target's best pair labelled."""
     fig, ax = _new_figure(7.5, 4.8)
@@ -132,10 +130,7 @@ def frontier_figure(
         ax.plot([row["combined_gib"]], [row["speedup"]], marker="*", markersize=12, color="black")
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
-    ax.set_title(
-        f"{gpu}: frontier at context {selection['context_length']}, batch "
-        f"{selection['batch_size']}, α {selection['acceptance_rate']:g} (★ best)"
-    )
+    ax.set_title(f"{gpu}: frontier at {selection} (★ best)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return fig

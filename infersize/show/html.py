@@ -40,7 +40,7 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str)
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _section(section: GpuSection, selection: dict[str, Any]) -> str:
+def _section(section: GpuSection, selection: str) -> str:
     gpu, rows = section.gpu, section.best
     figure = frontier_figure(section.frontier, rows, gpu, selection)
     return (
@@ -52,9 +52,7 @@ def _section(section: GpuSection, selection: dict[str, Any]) -> str:
     )
 
 
-def render_report(
-    manifest: dict[str, Any], sections: Sequence[GpuSection], selection: dict[str, Any]
-) -> str:
+def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], selection: str) -> str:
     title = f"infersize sweep report: {manifest['name']}"
     summary = (
         f"{manifest['cells']:,} cells scored in {manifest['seconds']['total']:.2f} s; "
@@ -63,8 +61,7 @@ def render_report(
         f"{manifest['config_hash'][:12]}, infersize {__version__}."
     )
     chosen = (
-        f"Best draft pair per GPU at context {selection['context_length']}, batch "
-        f"{selection['batch_size']}, α {selection['acceptance_rate']:g} "
+        f"Best draft pair per GPU at {selection} "
         "(ranked by speculative tokens/s; all selections are in best_pairs.parquet)."
     )
     body = "".join(_section(s, selection) for s in sections)

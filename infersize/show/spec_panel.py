@@ -13,9 +13,9 @@ from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
 
 UNITS = {"gib": (2**30, "GiB"), "gb": (1e9, "GB")}
-TITLE = "SPECULATIVE DECODING JOINT SIZER & LEVIATHAN SPEEDUP"
+TITLE = "SPECULATIVE DECODING JOINT SIZER & {model}"
 LABEL_WIDTH = 20
-VERDICT_STYLE = {"safe": "green", "tight": "yellow", "OOM": "bold red"}
+VERDICT_STYLE = {"safe": "green", "tight": "yellow", "OOM": "bold red", "unsupported": "bold red"}
 
 
 def _size(n_bytes: float, units: str) -> str:
@@ -36,7 +36,9 @@ def _next(console: Console, label: str, value: str | Text) -> None:
 
 def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
     """The panel (same labels, same order as the original request), then the details."""
-    console.print(Panel(Text(TITLE, justify="center"), box=box.HEAVY, expand=False, width=63))
+    model = get_speedup_model(r.speedup_model)
+    title = TITLE.format(model=model.title)
+    console.print(Panel(Text(title, justify="center"), box=box.HEAVY, expand=False))
     per_gpu = f" per GPU (TP {r.gpu.count})" if r.gpu.count > 1 else ""
     t, dr = r.target, r.draft
     _line(
@@ -54,7 +56,8 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         _line(console, "Draft Model", "none (the target alone, no speculation)")
     verdict = Text(f"{_size(r.combined_bytes, units)} (")
     verdict.append(
-        r.verdict.capitalize() if r.verdict != "OOM" else "OOM", style=VERDICT_STYLE[r.verdict]
+        r.verdict.capitalize() if r.verdict in ("safe", "tight") else r.verdict,
+        style=VERDICT_STYLE[r.verdict],
     )
     verdict.append(f" on {r.gpu.name}, {r.utilization * 100:.1f}% utilized)")
     _line(console, "Combined VRAM", verdict)
@@ -63,8 +66,14 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         _line(console, "Draft Length K", str(r.draft_k))
         source = "" if r.latency_ratio_source == "given" else " (roofline step times)"
         _line(console, "Latency Ratio γ", f"{r.latency_ratio or 0:.1f}x{source}")
-        label = get_speedup_model(r.speedup_model).label
-        _line(console, label, f"{r.speedup:.2f}x wall-clock acceleration")
+        qualifier = model.qualifier.format(batch=r.batch_size)
+        why = "the GPU cannot run it" if r.verdict == "unsupported" else "it does not fit"
+        speedup = (
+            f"{r.speedup:.2f}x wall-clock acceleration{qualifier}"
+            if r.speedup is not None
+            else f"none: {why}{qualifier}"
+        )
+        _line(console, model.label, speedup)
     console.print()
     _render_breakdown(console, r, units)
     _render_next(console, r)
@@ -125,32 +134,39 @@ def _render_speculation(console: Console, r: SpecResult) -> None:
             f"{r.optimal_k} -> {r.speedup_at_optimal_k or 0:.2f}x "
             f"({r.speedup_model}, within memory)",
         )
-    be = r.break_even_acceptance_rate
-    _next(
-        console,
-        "Break-even α",
-        (f"{be:.3f} at K={r.draft_k} (below it speculation slows decoding)")
-        if be is not None
-        else f"none at K={r.draft_k}: speculation never pays",
-    )
+    _next(console, "Break-even α", _break_even(r))
 
 
-def _render_next(console: Console, r: SpecResult) -> None:
-    if r.draft:
-        _render_speculation(console, r)
+def _break_even(r: SpecResult) -> str:
+    be, least = r.break_even_acceptance_rate, r.min_break_even_acceptance_rate
+    at_k = f"{be:.3f} at K={r.draft_k}" if be is not None else f"none at K={r.draft_k}"
+    if least is None:
+        return f"{at_k}: speculation never pays at any K"
+    if r.min_break_even_draft_k != r.draft_k:
+        at_k += f", least {least:.3f} at K={r.min_break_even_draft_k}"
+    return at_k + " (below it speculation slows decoding)"
+
+
+def _render_throughput(console: Console, r: SpecResult) -> None:
     per = f"batch {r.batch_size}"
-    if r.draft:
-        tput = (
+    if r.baseline_tokens_per_s is None or r.baseline_ms_per_token is None:
+        why = "the GPU cannot run it" if r.verdict == "unsupported" else "it does not fit"
+        _next(console, "Throughput", f"none: {why}")
+    elif r.draft and r.speculative_tokens_per_s is not None:
+        _next(
+            console,
+            "Throughput",
             f"{r.baseline_tokens_per_s:,.0f} -> {r.speculative_tokens_per_s:,.0f} "
             f"tokens/s ({per}); {r.baseline_ms_per_token:.2f} -> "
-            f"{r.speculative_ms_per_token:.2f} ms/token"
+            f"{r.speculative_ms_per_token or 0:.2f} ms/token",
         )
     else:
-        tput = (
+        _next(
+            console,
+            "Throughput",
             f"{r.baseline_tokens_per_s:,.0f} tokens/s ({per}); "
-            f"{r.baseline_ms_per_token:.2f} ms/token"
+            f"{r.baseline_ms_per_token:.2f} ms/token",
         )
-    _next(console, "Throughput", tput)
     if r.usd_per_mtok is not None:
         _next(
             console,
@@ -158,19 +174,42 @@ def _render_next(console: Console, r: SpecResult) -> None:
             f"${r.usd_per_mtok:.3f} per million tokens at "
             f"${r.price_usd_per_hour or 0:.2f}/GPU-hour",
         )
+
+
+def _limits(r: SpecResult) -> str:
+    context = r.max_fitting_context_length
+    batch = r.max_fitting_batch_size
+    parts = [
+        f"context up to {context:,} tokens at batch {r.batch_size}"
+        if context is not None
+        else f"no context at batch {r.batch_size}",
+        f"batch up to {batch:,} at {r.context_length:,} tokens"
+        if batch is not None
+        else f"no batch at {r.context_length:,} tokens",
+        f"TP {r.min_fitting_tp}" if r.min_fitting_tp else "no TP up to 8",
+    ]
+    if r.fitting_target_quant:
+        parts.append(f"target at {r.fitting_target_quant}")
+    if r.fitting_kv_dtype:
+        parts.append(f"KV cache at {r.fitting_kv_dtype}")
+    return "; ".join(parts)
+
+
+def _render_next(console: Console, r: SpecResult) -> None:
+    if r.support_reason:
+        _next(console, "Kernel support", f"{r.support}: {r.support_reason}")
+    if r.draft:
+        _render_speculation(console, r)
+    _render_throughput(console, r)
     if r.draft:
         cross = r.crossover_batch_size
-        head = (
+        _next(
+            console,
+            "Crossover batch",
             f"{cross} (roofline: speculation stops paying)"
             if cross
-            else "none up to 2048 (roofline)"
+            else "none up to 2048 (roofline)",
         )
-        largest = r.max_fitting_batch_size
-        fitting = (
-            "; no batch fits at this K"
-            if largest is None
-            else f"; batches up to {largest} fit in memory"
-        )
-        _next(console, "Crossover batch", head + fitting)
+    _next(console, "Fits in memory" if r.fits else "Would fit", _limits(r))
     for note in r.notes:
         console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)

@@ -44,21 +44,25 @@ class BenchResult:
         return self.engine_rate / self.loop_rate
 
 
+def _tp(target: str) -> int:
+    return 2 if "70b" in target or "32b" in target else 1
+
+
 def bench_plan(n_alphas: int = 41) -> Plan:
+    alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
     settings = tuple(
-        Setting(gpu, 1 if "70b" not in t and "32b" not in t else 2, t, tq, "fp16", d, dq, None)
+        Setting(gpu, _tp(t), t, tq, "fp16", d, dq, None, alphas, "sweep")
         for gpu in ("a100-80gb-sxm", "h100-sxm")
         for t, d in PAIRS
         for tq in ("bf16", "fp8")
         for dq in ("bf16", "int4")
     )
-    alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
     plan = Plan(
         "bench",
         settings,
         (1024, 2048, 4096, 8192, 16384, 32768),
         (1, 8, 32, 128),
-        alphas,
+        n_alphas,
         tuple(range(1, 11)),
         Scoring(),
     )

@@ -1,10 +1,15 @@
 """`infersize best`: the best draft pair per GPU (and target), read back from a sweep's tables;
-and the slices the report and the frontier figure draw."""
+and the slices the report and the frontier figure draw.
+
+Rows are compared within an acceptance scenario: with one what-if list of α for every pair, a
+scenario is one α (select it with `alpha`); when pairs bring their own α (their list, a
+published figure or the prior), scenario i holds each pair's i-th α (select it with
+`scenario`; the default is the middle one, the expected α)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +20,58 @@ from infersize.errors import InfersizeError, UnknownNameError
 
 
 @dataclass(frozen=True)
+class Filters:
+    """Column filters a user may give; None: any."""
+
+    gpu: str | None = None
+    target: str | None = None
+    tp: int | None = None
+    target_quant: str | None = None
+    draft_quant: str | None = None
+    engine: str | None = None
+    context_length: int | None = None
+    batch_size: int | None = None
+    alpha: float | None = None
+    scenario: int | None = None
+
+
+CATALOG_SCENARIOS = ("low", "expected", "high")  # α from the acceptance catalog, per pair
+
+
+@dataclass(frozen=True)
 class Selection:
     context_length: int
     batch_size: int
-    acceptance_rate: float
+    acceptance_scenario: int
+    acceptance_rate: float | None  # the scenario's α when every pair shares it
+    scenario_name: str = ""  # low, expected, high when α comes from the acceptance catalog
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "context_length": self.context_length,
             "batch_size": self.batch_size,
+            "acceptance_scenario": self.acceptance_scenario,
             "acceptance_rate": self.acceptance_rate,
         }
 
+    def describe(self) -> str:
+        if self.acceptance_rate is not None:
+            alpha = f"α {self.acceptance_rate:g}"
+        elif self.scenario_name:
+            alpha = f"the {self.scenario_name} α of each pair"
+        else:
+            alpha = f"acceptance scenario {self.acceptance_scenario} (each pair's own α)"
+        return f"context {self.context_length}, batch {self.batch_size}, {alpha}"
 
-def _nearest(values: list[float], wanted: float) -> float:
-    return min(values, key=lambda v: (abs(v - wanted), v))
+
+@dataclass(frozen=True)
+class Answer:
+    rows: pl.DataFrame  # best_pairs rows at the selection, ranks up to the one asked
+    selection: Selection | None  # None: nothing matched the filters
+    notes: list[str] = field(default_factory=list)
 
 
-def _read(out_dir: Path, table: str) -> pl.DataFrame:
+def read_table(out_dir: Path, table: str) -> pl.DataFrame:
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
@@ -41,72 +80,119 @@ def _read(out_dir: Path, table: str) -> pl.DataFrame:
     return pl.read_parquet(path)
 
 
-def _select(
-    frame: pl.DataFrame, alpha: float | None, context: int | None, batch: int | None
-) -> Selection:
-    """Defaults: the smallest context and batch of the sweep, and the α nearest 0.7."""
-    for column, value, flag in (
-        ("context_length", context, "--context-length"),
-        ("batch_size", batch, "--batch-size"),
-    ):
-        swept = sorted(frame[column].unique())
-        if value is not None and value not in swept:
-            raise InfersizeError(
-                f"{flag} {value} is not in the sweep; it has {', '.join(str(v) for v in swept)}"
-            )
-    chosen = _nearest(sorted(frame["acceptance_rate"].unique()), 0.7 if alpha is None else alpha)
-    if alpha is not None and abs(chosen - alpha) > 1e-9:
-        raise InfersizeError(f"α {alpha:g} is not in the sweep; nearest is {chosen:g}")
-    return Selection(
-        context if context is not None else int(frame["context_length"].min()),  # type: ignore[arg-type]
-        batch if batch is not None else int(frame["batch_size"].min()),  # type: ignore[arg-type]
-        chosen,
-    )
-
-
-def best_pairs(
-    out_dir: Path,
-    gpu: str | None = None,
-    target: str | None = None,
-    alpha: float | None = None,
-    context: int | None = None,
-    batch: int | None = None,
-    rank: int = 1,
-) -> tuple[pl.DataFrame, Selection | None]:
-    """Rows of best_pairs at one (context, batch, α) and the selection used."""
-    frame = _read(out_dir, "best_pairs")
-    for column, value in (("gpu", gpu), ("target", target)):
-        if value is not None:
-            frame = _match(frame, column, _catalog_id(column, value))
-    if frame.is_empty():
-        return frame, None
-    chosen = _select(frame, alpha, context, batch)
-    for column, value in chosen.as_dict().items():
-        frame = frame.filter(pl.col(column) == value)
-    frame = frame.filter(pl.col("rank") <= rank).sort(["gpu", "target", "rank"])
-    return frame, chosen
-
-
-def frontier_rows(out_dir: Path, gpu: str, selection: Selection) -> pl.DataFrame:
-    """One GPU's frontier rows at a selection, by target and rising memory, with `on_front`:
-    the rows that raise the target's best speedup so far (its Pareto steps across TP,
-    precisions and KV dtypes)."""
-    frame = _read(out_dir, "frontier").filter(pl.col("gpu") == gpu)
-    for column, value in selection.as_dict().items():
-        frame = frame.filter(pl.col(column) == value)
-    frame = frame.sort(["target", "combined_gib", "speedup"], descending=[False, False, True])
-    frame = frame.with_columns(best_so_far=pl.col("speedup").cum_max().over("target"))
-    previous = pl.col("best_so_far").shift(1).over("target")
-    on_front = previous.is_null() | (pl.col("best_so_far") > previous)
-    return frame.with_columns(on_front=on_front).drop("best_so_far")
-
-
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     path = out_dir / "manifest.json"
     if not path.is_file():
         raise InfersizeError(f"{out_dir}: no manifest.json there; run 'infersize sweep run' first")
     manifest: dict[str, Any] = json.loads(path.read_text())
     return manifest
+
+
+def _uniform_alpha(frame: pl.DataFrame, scenario: int) -> float | None:
+    alphas = frame.filter(pl.col("acceptance_scenario") == scenario)["acceptance_rate"].unique()
+    return float(alphas[0]) if alphas.len() == 1 else None
+
+
+def _check_swept(frame: pl.DataFrame, column: str, value: object, flag: str) -> None:
+    swept = sorted(frame[column].unique().to_list())
+    if value is not None and value not in swept:
+        raise InfersizeError(
+            f"{flag} {value} is not in the sweep; it has {', '.join(str(v) for v in swept)}"
+        )
+
+
+def _scenario(frame: pl.DataFrame, filters: Filters) -> int:
+    """The scenario asked (by α or by position), else α nearest 0.7 (one α per scenario) or
+    the middle scenario (each pair's own α)."""
+    scenarios = sorted(frame["acceptance_scenario"].unique().to_list())
+    uniform = {s: _uniform_alpha(frame, s) for s in scenarios}
+    shared = all(a is not None for a in uniform.values())
+    if filters.scenario is not None:
+        _check_swept(frame, "acceptance_scenario", filters.scenario, "--scenario")
+        return filters.scenario
+    if filters.alpha is None:
+        if not shared:
+            return int(scenarios[len(scenarios) // 2])
+        return int(min(scenarios, key=lambda s: (abs((uniform[s] or 0.0) - 0.7), s)))
+    if not shared:
+        raise InfersizeError(
+            "this sweep gives each pair its own α: choose --scenario "
+            f"{scenarios[0]}..{scenarios[-1]} instead of --alpha"
+        )
+    wanted = filters.alpha
+    nearest = min(scenarios, key=lambda s: (abs((uniform[s] or 0.0) - wanted), s))
+    if abs((uniform[nearest] or 0.0) - wanted) > 1e-9:
+        raise InfersizeError(
+            f"α {wanted:g} is not in the sweep; nearest is {uniform[nearest] or 0.0:g}"
+        )
+    return int(nearest)
+
+
+def select(frame: pl.DataFrame, filters: Filters) -> Selection:
+    """Defaults: the smallest context and batch of the sweep, and the scenario of _scenario."""
+    _check_swept(frame, "context_length", filters.context_length, "--context-length")
+    _check_swept(frame, "batch_size", filters.batch_size, "--batch-size")
+    scenario = _scenario(frame, filters)
+    from_catalog = set(frame["acceptance_source"].unique()) <= {"published", "prior"}
+    n_scenarios = frame["acceptance_scenario"].max()
+    named = from_catalog and n_scenarios == len(CATALOG_SCENARIOS) - 1
+    return Selection(
+        filters.context_length or int(frame["context_length"].min()),  # type: ignore[arg-type]
+        filters.batch_size or int(frame["batch_size"].min()),  # type: ignore[arg-type]
+        scenario,
+        _uniform_alpha(frame, scenario),
+        CATALOG_SCENARIOS[scenario] if named else "",
+    )
+
+
+def _at(frame: pl.DataFrame, selection: Selection) -> pl.DataFrame:
+    return frame.filter(
+        (pl.col("context_length") == selection.context_length)
+        & (pl.col("batch_size") == selection.batch_size)
+        & (pl.col("acceptance_scenario") == selection.acceptance_scenario)
+    )
+
+
+def _filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
+    frame = read_table(out_dir, table)
+    names = {}
+    for column in ("gpu", "target"):
+        value = getattr(filters, column)
+        if value is not None:
+            names[column] = _catalog_id(column, value)
+            frame = _match(frame, column, names, out_dir)
+    for column in ("tp", "target_quant", "draft_quant", "engine"):
+        value = getattr(filters, column)
+        if value is not None:
+            _check_swept(frame, column, value, "--" + column.replace("_", "-"))
+            frame = frame.filter(pl.col(column) == value)
+    return frame
+
+
+def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
+    """Rows of best_pairs at one (context, batch, scenario), ranks 1..`rank`."""
+    frame = _filtered(out_dir, "best_pairs", filters)
+    if frame.is_empty():
+        return Answer(frame, None)
+    chosen = select(frame, filters)
+    rows = _at(frame, chosen).filter(pl.col("rank") <= rank).sort(["gpu", "target", "rank"])
+    kept = int(read_manifest(out_dir).get("best_top_n", rank))
+    notes = []
+    if rank > kept:
+        notes.append(f"only the top {kept} of each group were kept (output.best_top_n: {kept})")
+    return Answer(rows, chosen, notes)
+
+
+def frontier_rows(out_dir: Path, gpu: str, selection: Selection) -> pl.DataFrame:
+    """One GPU's frontier rows at a selection, by target and rising memory, with `on_front`:
+    the rows that raise the target's best speedup so far (its Pareto steps across TP,
+    precisions and KV dtypes)."""
+    frame = _at(read_table(out_dir, "frontier").filter(pl.col("gpu") == gpu), selection)
+    frame = frame.sort(["target", "combined_gib", "speedup"], descending=[False, False, True])
+    frame = frame.with_columns(best_so_far=pl.col("speedup").cum_max().over("target"))
+    previous = pl.col("best_so_far").shift(1).over("target")
+    on_front = previous.is_null() | (pl.col("best_so_far") > previous)
+    return frame.with_columns(on_front=on_front).drop("best_so_far")
 
 
 def _catalog_id(column: str, value: str) -> str:
@@ -118,9 +204,35 @@ def _catalog_id(column: str, value: str) -> str:
         return value
 
 
-def _match(frame: pl.DataFrame, column: str, value: str) -> pl.DataFrame:
+def _match(frame: pl.DataFrame, column: str, names: dict[str, str], out_dir: Path) -> pl.DataFrame:
+    value = names[column]
     known = sorted(frame[column].unique().to_list())
     lowered = {k.lower(): k for k in known}
-    if value.lower() not in lowered:
-        raise UnknownNameError(column, value, known, hint=f"in this sweep: {', '.join(known)}")
-    return frame.filter(pl.col(column) == lowered[value.lower()])
+    if value.lower() in lowered:
+        return frame.filter(pl.col(column) == lowered[value.lower()])
+    swept = never_fits(out_dir, names)
+    if swept is not None:
+        raise InfersizeError(swept)
+    raise UnknownNameError(column, value, known, hint=f"in this sweep: {', '.join(known)}")
+
+
+def never_fits(out_dir: Path, names: dict[str, str]) -> str | None:
+    """When the GPU or target asked was swept but no row fits: what came closest (the
+    coverage table)."""
+    path = out_dir / "coverage.parquet"
+    if not path.is_file():
+        return None
+    coverage = pl.read_parquet(path)
+    for column, value in names.items():
+        coverage = coverage.filter(pl.col(column).str.to_lowercase() == value.lower())
+    if coverage.is_empty():
+        return None
+    close = coverage.sort("closest_share_of_budget").row(0, named=True)
+    asked = " ".join(f"{column} {value}" for column, value in names.items())
+    return (
+        f"{asked} was swept but never fits: the closest, {close['target']} "
+        f"{close['closest_target_quant']} tp{close['closest_tp']} with {close['closest_draft']} "
+        f"{close['closest_draft_quant']} (KV {close['closest_kv_dtype']}) on {close['gpu']} at "
+        f"context {close['closest_context_length']}, batch {close['closest_batch_size']}, "
+        f"needs {close['closest_share_of_budget']:.0%} of the memory budget"
+    )

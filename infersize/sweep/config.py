@@ -99,9 +99,9 @@ class SweepConfig(_Strict):
     gpus: list[str | GpuEntry] = Field(min_length=1)
     context_lengths: IntAxis
     batch_sizes: IntAxis = [1]
-    acceptance_rates: FloatAxis
+    acceptance_rates: FloatAxis | None = None  # a what-if: the same α for every pair
     draft_k: IntAxis = Range(start=1, stop=8, step=1)
-    speedup_model: str = "leviathan"  # a key of the speedup-model registry
+    speedup_model: str = "roofline"  # a key of the speedup-model registry
     engine: str = "plain"  # a key of the engine registry
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     overhead_gib: float | None = Field(default=None, ge=0)

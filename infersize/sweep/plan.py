@@ -23,8 +23,11 @@ from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import draft_is_smaller, pairing_problem
+from infersize.core.engines import get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.errors import InfersizeError
+from infersize.service.acceptance import pair_acceptance
+from infersize.service.resolve import combined_support
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
 
 
@@ -38,7 +41,9 @@ class Setting:
     draft: str
     draft_quant: str
     price_usd_per_hour: float | None
-    alphas: tuple[float, ...] | None = None  # a pair's own α values (None: the sweep's)
+    alphas: tuple[float, ...]  # the pair's α in each acceptance scenario
+    alpha_source: str  # sweep, pair, published or prior (see columns.py)
+    support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)
 
 
 @dataclass(frozen=True)
@@ -67,19 +72,21 @@ class Plan:
     settings: tuple[Setting, ...]
     contexts: tuple[int, ...]
     batches: tuple[int, ...]
-    alphas: tuple[float, ...]
+    scenarios: int  # acceptance scenarios: every setting has one α in each
     ks: tuple[int, ...]
     scoring: Scoring
     chunks: tuple[Chunk, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
 
-    def setting_cells(self, setting: Setting) -> int:
-        n_alpha = len(setting.alphas) if setting.alphas is not None else len(self.alphas)
-        return len(self.contexts) * len(self.batches) * n_alpha * len(self.ks)
+    @property
+    def alphas(self) -> tuple[float, ...]:
+        """Every α some setting is scored at."""
+        return tuple(sorted({a for s in self.settings for a in s.alphas}))
 
     @property
     def total_cells(self) -> int:
-        return sum(self.setting_cells(s) for s in self.settings)
+        per_setting = len(self.contexts) * len(self.batches) * self.scenarios * len(self.ks)
+        return len(self.settings) * per_setting
 
     def axis_counts(self) -> dict[str, int]:
         distinct = {
@@ -93,6 +100,7 @@ class Plan:
             "settings": len(self.settings),
             "context_length": len(self.contexts),
             "batch_size": len(self.batches),
+            "acceptance_scenario": self.scenarios,
             "acceptance_rate": len(self.alphas),
             "draft_k": len(self.ks),
         }
@@ -158,10 +166,17 @@ def _alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple
     return tuple(sorted({float(v) for v in values}))
 
 
-Pair = tuple[str, str, tuple[float, ...] | None]
+@dataclass(frozen=True)
+class Pair:
+    target: str
+    draft: str
+    alphas: tuple[float, ...]
+    alpha_source: str
 
 
-def _explicit_pairs(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> dict[Any, Any]:
+def _explicit_pairs(
+    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog
+) -> dict[tuple[str, str], tuple[float, ...] | None]:
     pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for i, pair in enumerate(cfg.pairs):
         target = _model_key(doc, catalog, pair.target, "pairs", i, "target")
@@ -183,9 +198,9 @@ def _explicit_pairs(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> di
     return pairs
 
 
-def _pairs(
+def _paired_names(
     cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
-) -> list[Pair]:
+) -> dict[tuple[str, str], tuple[float, ...] | None]:
     pairs = _explicit_pairs(cfg, doc, catalog)
     targets = [_model_key(doc, catalog, n, "targets", i) for i, n in enumerate(cfg.targets)]
     drafts = [_model_key(doc, catalog, n, "drafts", i) for i, n in enumerate(cfg.drafts)]
@@ -202,11 +217,39 @@ def _pairs(
             f"{doc.path}: no (target, draft) pair is left after the pairing "
             "rule (same tokenizer family, draft smaller than target)"
         )
-    return [(t, d, a) for (t, d), a in pairs.items()]
+    return pairs
 
 
-def _count(skipped: dict[str, int], reason: str) -> None:
-    skipped[reason] = skipped.get(reason, 0) + 1
+def _pairs(
+    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
+) -> list[Pair]:
+    """Every pair with its α in each scenario: its own list, else the sweep's what-if list,
+    else the acceptance catalog (published figures or the prior: low, expected, high). Every
+    pair must have the same number of scenarios: rows are compared scenario by scenario."""
+    uniform = None
+    if cfg.acceptance_rates is not None:
+        uniform = _alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates")
+    pairs = []
+    for (target, draft), own in _paired_names(cfg, doc, catalog, skipped).items():
+        if own is not None:
+            pairs.append(Pair(target, draft, own, "pair"))
+        elif uniform is not None:
+            pairs.append(Pair(target, draft, uniform, "sweep"))
+        else:
+            known = pair_acceptance(_model(catalog, target), _model(catalog, draft), catalog)
+            pairs.append(Pair(target, draft, known.scenarios, known.source))
+    counts = {len(p.alphas) for p in pairs}
+    if len(counts) > 1:
+        raise SweepConfigError(
+            f"{doc.path}: pairs have {' and '.join(str(n) for n in sorted(counts))} acceptance "
+            "rates: every pair needs the same number of scenarios, compared position by position"
+        )
+    return pairs
+
+
+def _count(skipped: dict[str, int], reason: str, n: int = 1) -> None:
+    if n:
+        skipped[reason] = skipped.get(reason, 0) + n
 
 
 def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntry]:
@@ -236,21 +279,36 @@ def _settings(
     pairs: list[Pair],
     skipped: dict[str, int],
 ) -> tuple[Setting, ...]:
+    """Every (gpu, tp, pair, precisions, KV dtype) that can run, in the tables' order."""
+
     def names(key: str, lookup: Callable[[str], Any], values: list[str]) -> list[str]:
         return [_resolve(doc, lookup, n, key, i) for i, n in enumerate(values)]
 
     tq = names("target_quants", catalog.weight_format, cfg.target_quants)
     dq = names("draft_quants", catalog.weight_format, cfg.draft_quants)
     kvs = names("kv_dtypes", catalog.kv_dtype, cfg.kv_dtypes)
+    family = get_engine(cfg.engine).support_family
     settings = set()
-    for gpu, (target, draft, own) in product(_gpus(cfg, doc, catalog), pairs):
-        for tp in gpu.tp:
-            if _model(catalog, target).num_attention_heads % tp:
-                _count(skipped, "tp sizes that do not divide the attention heads")
+    for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
+        device = catalog.gpu(gpu.name)
+        heads = _model(catalog, pair.target).num_attention_heads
+        tps = [tp for tp in gpu.tp if heads % tp == 0]
+        _count(skipped, "tp sizes that do not divide the attention heads", len(gpu.tp) - len(tps))
+        for t_q, d_q in product(tq, dq):
+            sides = {
+                "target": (t_q, catalog.support(t_q, device, family)),
+                "draft": (d_q, catalog.support(d_q, device, family)),
+            }
+            support = combined_support(sides).level
+            if support == "unsupported":
+                _count(skipped, "settings with a precision the GPU cannot run", len(tps) * len(kvs))
                 continue
-            price = gpu.price_usd_per_hour
-            for t_q, k_v, d_q in product(tq, kvs, dq):
-                settings.add(Setting(gpu.name, tp, target, t_q, k_v, draft, d_q, price, own))
+            for tp, k_v in product(tps, kvs):
+                setting = Setting(
+                    gpu.name, tp, pair.target, t_q, k_v, pair.draft, d_q,
+                    gpu.price_usd_per_hour, pair.alphas, pair.alpha_source, support,
+                )  # fmt: skip
+                settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
     return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
 
@@ -261,10 +319,7 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     contexts = _int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
     batches = _int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
     ks = _k_axis(cfg, doc)
-    alphas = set(_alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates"))
     pairs = _pairs(cfg, doc, catalog, skipped)
-    for _, _, own in pairs:
-        alphas |= set(own or ())
     settings = _settings(cfg, doc, catalog, pairs, skipped)
     scoring = Scoring(
         cfg.speedup_model,
@@ -274,9 +329,8 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         cfg.memory_headroom,
         tuple(catalog_files),
     )
-    plan = Plan(
-        cfg.name, settings, contexts, batches, tuple(sorted(alphas)), ks, scoring, skipped=skipped
-    )
+    scenarios = len(pairs[0].alphas)
+    plan = Plan(cfg.name, settings, contexts, batches, scenarios, ks, scoring, skipped=skipped)
     return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells))
 
 
@@ -316,7 +370,7 @@ def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
     """Whole (gpu, target) groups packed up to `chunk_cells`; a larger group is split into blocks
     of contexts (or of batches within one context)."""
     n_c, n_b = len(plan.contexts), len(plan.batches)
-    per_cb = len(plan.alphas) * len(plan.ks)  # cells of one setting at one (context, batch)
+    per_cb = plan.scenarios * len(plan.ks)  # cells of one setting at one (context, batch)
     blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []
     pack_start, pack_cells = None, 0
     for g_start, g_end in _groups(plan.settings):

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import yaml
 from infersize import __version__
 from infersize.errors import InfersizeError
 from infersize.files import atomic_write
+from infersize.sweep.columns import arrow_schema, schema_json
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask, score
 from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
@@ -85,7 +87,7 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
             settings=plan.settings[slice(*chunk.settings)],
             contexts=plan.contexts[slice(*chunk.contexts)],
             batches=plan.batches[slice(*chunk.batches)],
-            alphas=plan.alphas,
+            scenarios=plan.scenarios,
             ks=plan.ks,
             scoring=plan.scoring,
             best_top_n=best_top_n,
@@ -167,17 +169,24 @@ def _execute(
         yield from runner(delayed(run_chunk)(task, str(out_dir)) for task in tasks)
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def merge_tables(out_dir: Path, n_chunks: int, formats: list[str]) -> dict[str, int]:
     """Concatenate the parts in chunk order (the sorted order) into the final tables."""
     import polars as pl
 
     rows = {}
-    for name in OUTPUT_TABLES:
+    for name, table in OUTPUT_TABLES.items():
         files = [str(out_dir / PARTS / name / f"part-{i:06d}.parquet") for i in range(n_chunks)]
         frame = pl.scan_parquet(files)
+        if table.merge is not None:
+            frame = table.merge(frame)
         if "parquet" in formats:
             tmp = out_dir / f".{name}.parquet.tmp-{os.getpid()}"
-            frame.sink_parquet(tmp, compression="zstd", statistics=True)
+            schema = arrow_schema(table.columns)  # the data dictionary as field metadata
+            frame.sink_parquet(tmp, compression="zstd", statistics=True, arrow_schema=schema)
             tmp.replace(out_dir / f"{name}.parquet")
         if "csv" in formats:
             tmp = out_dir / f".{name}.csv.tmp-{os.getpid()}"
@@ -199,6 +208,7 @@ def run_sweep(
     best_top_n: int = 3,
     formats: tuple[str, ...] = ("parquet", "csv"),
     on_chunk: Callable[[ChunkDone], None] | None = None,
+    command_line: str | None = None,
 ) -> dict[str, Any]:
     ensure_writable(out_dir)
     with output_lock(out_dir):
@@ -214,6 +224,7 @@ def run_sweep(
                 best_top_n,
                 formats,
                 on_chunk,
+                command_line,
             )
         except OSError as exc:  # disk full, folder made read-only mid-run, ...
             raise OutputError(
@@ -233,8 +244,10 @@ def _run_locked(
     best_top_n: int,
     formats: tuple[str, ...],
     on_chunk: Callable[[ChunkDone], None] | None,
+    command_line: str | None,
 ) -> dict[str, Any]:
     start = time.perf_counter()
+    started_at = _now()
     plan_hash = plan.config_hash()
     done = prepare_output(out_dir, plan_hash, resume)
     resolved = {
@@ -253,6 +266,9 @@ def _run_locked(
     manifest = {
         "name": plan.name,
         "infersize_version": __version__,
+        "command_line": command_line,
+        "started_at": started_at,
+        "finished_at": _now(),
         "config_hash": plan_hash,
         "catalog_hash": plan.catalog_hash(),
         "cells": plan.total_cells,
@@ -263,8 +279,15 @@ def _run_locked(
         "backend": backend,
         "seconds": {"scoring": round(score_s, 3), "total": round(total_s, 3)},
         "cells_per_s": round(plan.total_cells / total_s),
+        "speedup_model": plan.scoring.speedup_model,
+        "engine": plan.scoring.engine,
+        "acceptance_scenarios": plan.scenarios,
+        "best_top_n": best_top_n,
         "resolved_config": "sweep.resolved.yaml",
+        "schema": "schema.json",
     }
+    tables = {name: table.columns for name, table in OUTPUT_TABLES.items()}
+    atomic_write(out_dir / "schema.json", schema_json(tables))
     atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2))
     shutil.rmtree(out_dir / PARTS, ignore_errors=True)
     return manifest

@@ -29,7 +29,7 @@ class ChunkTask:
     settings: tuple[Setting, ...]
     contexts: tuple[int, ...]
     batches: tuple[int, ...]
-    alphas: tuple[float, ...]
+    scenarios: int
     ks: tuple[int, ...]
     scoring: Scoring
     best_top_n: int
@@ -38,16 +38,16 @@ class ChunkTask:
 
 @dataclass
 class Scored:
-    """Row-wise results of a chunk: per (setting, context, batch, α) at the best K."""
+    """Row-wise results of a chunk: per (setting, context, batch, scenario) at the best K."""
 
     columns: dict[str, FloatArray]  # numeric columns, one value per row
     setting: IntArray  # row → index into task.settings
-    valid: BoolArray  # the α applies to the setting's pair and some K fits
-    scenario: IntArray  # position of the row's α in its pair's own α list
-    cells: dict[str, FloatArray] | None  # per (setting, context, batch, α, K), when asked
+    valid: BoolArray  # some K fits
+    scenario: IntArray  # row → acceptance scenario
+    cells: dict[str, FloatArray] | None  # per (setting, context, batch, scenario, K), when asked
 
 
-def _numbers(task: ChunkTask, catalog: Catalog) -> list[DeploymentNumbers]:
+def _numbers(task: ChunkTask, catalog: Catalog, family: str) -> list[DeploymentNumbers]:
     """Each setting's deployment numbers (sides shared between settings resolved once)."""
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
@@ -55,7 +55,7 @@ def _numbers(task: ChunkTask, catalog: Catalog) -> list[DeploymentNumbers]:
         key = (model, quant, kv, gpu, tp)
         if key not in cache:
             cache[key] = resolve_side(
-                model, quant, catalog, catalog.kv_dtype(kv), catalog.gpu(gpu), tp
+                model, quant, catalog, catalog.kv_dtype(kv), catalog.gpu(gpu), tp, family
             )[0]
         return cache[key]
 
@@ -71,9 +71,10 @@ def _numbers(task: ChunkTask, catalog: Catalog) -> list[DeploymentNumbers]:
 
 
 def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Context (1, C, 1, 1), batch (1, 1, B, 1) and each setting's α per scenario (S, 1, 1, A)."""
     context = floats(task.contexts).reshape(1, -1, 1, 1)
     batch = floats(task.batches).reshape(1, 1, -1, 1)
-    alpha = floats(task.alphas).reshape(1, 1, 1, -1)
+    alpha = floats([s.alphas for s in task.settings]).reshape(len(task.settings), 1, 1, -1)
     return context, batch, alpha
 
 
@@ -87,13 +88,21 @@ def _columns(
     def full(values: FloatArray | None) -> FloatArray:
         return np.full(shape, np.nan) if values is None else floats(np.broadcast_to(values, shape))
 
+    target = (mem.target_weights, mem.target_kv, mem.target_workspace)
+    draft = (mem.draft_weights, mem.draft_kv, mem.draft_workspace)
     return {
         "optimal_k": floats(best.k),
         "speedup": best.speed.speedup,
         "expected_tokens_per_step": full(best.speed.expected_tokens),
         "latency_ratio": full(best.speed.latency_ratio),
-        "target_gib": (mem.target_weights + mem.target_kv + mem.target_workspace) / GIB,
-        "draft_gib": (mem.draft_weights + mem.draft_kv + mem.draft_workspace) / GIB,
+        "target_weights_gib": full(mem.target_weights / GIB),
+        "target_kv_gib": full(mem.target_kv / GIB),
+        "target_workspace_gib": full(mem.target_workspace / GIB),
+        "target_gib": full((target[0] + target[1] + target[2]) / GIB),
+        "draft_weights_gib": full(mem.draft_weights / GIB),
+        "draft_kv_gib": full(mem.draft_kv / GIB),
+        "draft_workspace_gib": full(mem.draft_workspace / GIB),
+        "draft_gib": full((draft[0] + draft[1] + draft[2]) / GIB),
         "overhead_gib": full(mem.overhead / GIB),
         "combined_gib": mem.combined / GIB,
         "gpu_memory_gib": full(mem.device / GIB),
@@ -102,7 +111,9 @@ def _columns(
         "baseline_tokens_per_s": best.baseline_tokens_per_s,
         "speculative_tokens_per_s": best.speculative_tokens_per_s,
         "speculative_tokens_per_s_per_gpu": best.speculative_tokens_per_s_per_gpu,
+        "baseline_ms_per_token": full(best.baseline_ms_per_token),
         "speculative_ms_per_token": best.speculative_ms_per_token,
+        "price_usd_per_hour": full(floats(dep.price_usd_per_hour)),
         "usd_per_mtok": best.usd_per_mtok,
         # smallest batch at which speculation at this α and K stops paying (roofline)
         "crossover_batch_size": crossover_batch(dep, engine, context, alpha, floats(best.k)),
@@ -117,49 +128,30 @@ def score(task: ChunkTask) -> Scored:
     how = task.scoring
     catalog = load_catalog(tuple(task.scoring.catalog_files))
     engine = get_engine(how.engine, how.gpu_memory_utilization, how.overhead_gib)
-    dep = stack(_numbers(task, catalog), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
+    dep = stack(_numbers(task, catalog, engine.support_family), ndim=GRID_NDIM)  # (S, 1, 1, 1)
     context, batch, alpha = _grid(task)
     work = Workload(context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom)
     ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
     best = ev.optimal
     shape = best.k.shape  # (S, C, B, A)
     columns = _columns(best, dep, task, engine)
-    scenario = acceptance_scenarios(task)
-    applies = scenario >= 0
-    valid = applies & ev.fits_any
     rows = {name: floats(np.broadcast_to(v, shape)).ravel() for name, v in columns.items()}
-    cells = _cells(task, ev, applies, shape) if task.with_cells else None
-    n_s = len(task.settings)
-    setting = np.broadcast_to(np.arange(n_s).reshape(n_s, 1, 1, 1), shape).ravel()
-    return Scored(rows, setting, valid.ravel(), np.broadcast_to(scenario, shape).ravel(), cells)
+    cells = _cells(task, ev, shape) if task.with_cells else None
+    index = np.indices(shape)
+    return Scored(rows, index[0].ravel(), ev.fits_any.ravel(), index[3].ravel(), cells)
 
 
-def acceptance_scenarios(task: ChunkTask) -> IntArray:
-    """(S, 1, 1, A): for each setting, the position of each swept α in that pair's own α list
-    (-1 where it does not apply). Pairs with their own acceptance rates (a better draft accepts
-    more) are compared scenario by scenario: the i-th α of each pair."""
-    scenario = np.tile(np.arange(len(task.alphas)), (len(task.settings), 1))
-    for i, s in enumerate(task.settings):
-        if s.alphas is not None:
-            own = {a: j for j, a in enumerate(s.alphas)}
-            scenario[i] = [own.get(a, -1) for a in task.alphas]
-    return scenario.reshape(len(task.settings), 1, 1, -1)
-
-
-def _cells(
-    task: ChunkTask, ev: Evaluation, applies: BoolArray, shape: tuple[int, ...]
-) -> dict[str, FloatArray]:
-    """Every (setting, context, batch, α, K) cell: speedup, memory and fit at that K."""
+def _cells(task: ChunkTask, ev: Evaluation, shape: tuple[int, ...]) -> dict[str, FloatArray]:
+    """Every (setting, context, batch, scenario, K) cell: speedup, memory and fit at that K."""
     full = (*shape, len(task.ks))
-    keep = np.broadcast_to(applies[..., None], full).ravel()
     grid = np.indices(full).reshape(len(full), -1)
     return {
-        "setting": grid[0][keep],
-        "context": grid[1][keep],
-        "batch": grid[2][keep],
-        "alpha": grid[3][keep],
-        "k": np.asarray(task.ks)[grid[4][keep]],
-        "speedup": np.broadcast_to(ev.speed.speedup, full).ravel()[keep],
-        "combined_gib": np.broadcast_to(ev.memory.combined, full).ravel()[keep] / GIB,
-        "fits": np.broadcast_to(ev.memory.fits, full).ravel()[keep],
+        "setting": grid[0],
+        "context": grid[1],
+        "batch": grid[2],
+        "scenario": grid[3],
+        "k": np.asarray(task.ks)[grid[4]],
+        "speedup": np.broadcast_to(ev.speed.speedup, full).ravel(),
+        "combined_gib": np.broadcast_to(ev.memory.combined, full).ravel() / GIB,
+        "fits": np.broadcast_to(ev.memory.fits, full).ravel(),
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -14,8 +15,12 @@ import pyarrow.compute as pc
 from infersize.catalog.store import load_catalog
 from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.memory import verdict
+from infersize.sweep.columns import BY_NAME, COLUMNS, COVERAGE_COLUMNS, arrow_schema, table_names
 from infersize.sweep.reduce import codes, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def _per_setting(values: Sequence[object], setting: IntArray) -> pa.Array:
@@ -30,31 +35,11 @@ def _float(values: FloatArray) -> pa.Array:
     return pa.array(values, mask=~np.isfinite(values))
 
 
-def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray) -> pa.Table:
+def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
+    """The per-setting string and integer columns of the rows whose settings are `s`."""
     settings = task.settings
-    shape = (len(settings), len(task.contexts), len(task.batches), len(task.alphas))
-    _, c, b, a = np.unravel_index(rows, shape)
-    s = scored.setting[rows]
     catalog = load_catalog(tuple(task.scoring.catalog_files))
-    contexts, batches = np.asarray(task.contexts), np.asarray(task.batches)
-    alphas = np.asarray(task.alphas)
-    share = scored.columns["share_of_budget"][rows]
-    prefix = _per_setting(
-        [
-            f"{x.gpu}|tp{x.tp}|{x.target}@{x.target_quant}|{x.draft}@"
-            f"{x.draft_quant}|kv={x.kv_dtype}"
-            for x in settings
-        ],
-        s,
-    )
-    grid = (c * len(task.batches) + b) * len(task.alphas) + a
-    suffixes = [
-        f"ctx={cc}|b={bb}|a={aa:g}"
-        for cc in task.contexts
-        for bb in task.batches
-        for aa in task.alphas
-    ]
-    columns = {
+    return {
         "gpu": _per_setting([x.gpu for x in settings], s),
         "gpu_name": _per_setting([catalog.gpu(x.gpu).name for x in settings], s),
         "tp": pa.array(np.asarray([x.tp for x in settings], dtype=np.int64)[s]),
@@ -63,39 +48,79 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray) -> pa.Table:
         "draft": _per_setting([x.draft for x in settings], s),
         "draft_quant": _per_setting([x.draft_quant for x in settings], s),
         "kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
-        "context_length": pa.array(contexts[c].astype(np.int64)),
-        "batch_size": pa.array(batches[b].astype(np.int64)),
-        "acceptance_rate": pa.array(alphas[a]),
-        "acceptance_scenario": pa.array(scored.scenario[rows]),
-        "optimal_k": pa.array(scored.columns["optimal_k"][rows].astype(np.int64)),
+        "engine": _per_setting([task.scoring.engine] * len(settings), s),
+        "speedup_model": _per_setting([task.scoring.speedup_model] * len(settings), s),
+        "support": _per_setting([x.support for x in settings], s),
+        "acceptance_source": _per_setting([x.alpha_source for x in settings], s),
     }
-    for name, values in scored.columns.items():
-        if name == "crossover_batch_size":  # a batch size: integer, null when none up to 2048
-            columns[name] = _float(values[rows]).cast(pa.int64())
-        elif name not in ("optimal_k", "share_of_budget"):
-            columns[name] = _float(values[rows])
-    columns["fits"] = pa.array(scored.valid[rows])
-    columns["verdict"] = pa.array(verdict(share), pa.string())
-    columns["speedup_model"] = pa.array([task.scoring.speedup_model] * rows.size, pa.string())
-    columns["engine"] = pa.array([task.scoring.engine] * rows.size, pa.string())
-    suffix = pa.DictionaryArray.from_arrays(
-        pa.array(grid.astype(np.int32)), pa.array(suffixes)
+
+
+def _cell_key(task: ChunkTask, s: IntArray, c: IntArray, b: IntArray, a: IntArray) -> pa.Array:
+    """gpu|tp|target@quant|draft@quant|kv=…|ctx=…|b=…|a=… (α of the row's scenario)."""
+    prefix = _per_setting(
+        [
+            f"{x.gpu}|tp{x.tp}|{x.target}@{x.target_quant}|{x.draft}@"
+            f"{x.draft_quant}|kv={x.kv_dtype}"
+            for x in task.settings
+        ],
+        s,
+    )
+    grid = c * len(task.batches) + b
+    middle = pa.DictionaryArray.from_arrays(
+        pa.array(grid.astype(np.int32)),
+        pa.array([f"ctx={cc}|b={bb}" for cc in task.contexts for bb in task.batches]),
     ).cast(pa.string())
-    columns["cell_key"] = pc.binary_join_element_wise(prefix, suffix, "|")
-    return pa.table(columns)
+    alphas = pa.DictionaryArray.from_arrays(
+        pa.array((s * task.scenarios + a).astype(np.int32)),
+        pa.array([f"a={alpha:g}" for x in task.settings for alpha in x.alphas]),
+    ).cast(pa.string())
+    return pc.binary_join_element_wise(prefix, middle, alphas, "|")
+
+
+def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray | None) -> pa.Table:
+    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
+    s, c, b, a = np.unravel_index(rows, shape)
+    alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
+    values = scored.columns
+    columns = {
+        **_identity(task, s),
+        "context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
+        "batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
+        "acceptance_scenario": pa.array(a.astype(np.int64)),
+        "acceptance_rate": pa.array(alphas[s, a]),
+        "fits": pa.array(scored.valid[rows]),
+        "verdict": pa.array(verdict(values["share_of_budget"][rows]), pa.string()),
+        "cell_key": _cell_key(task, s, c, b, a),
+    }
+    for name in (c.name for c in COLUMNS if c.name not in columns):
+        if name in values:
+            columns[name] = _number(name, values[name][rows])
+    if rank is not None:
+        columns["rank"] = pa.array(rank.astype(np.int64))
+    names = table_names(with_rank=rank is not None)
+    schema = arrow_schema(names)
+    return pa.table([columns[n].cast(schema.field(n).type) for n in names], schema=schema)
+
+
+def _number(name: str, values: FloatArray) -> pa.Array:
+    """A numeric column, typed and rounded as the data dictionary says; NaN becomes null."""
+    column = BY_NAME[name]
+    if column.decimals is not None:
+        values = np.round(values, column.decimals)
+    array = _float(values)
+    return array.cast(pa.int64()) if column.kind == "int" else array
 
 
 def _groups(
     task: ChunkTask, scored: Scored, inner: list[tuple[object, ...]] | None = None
 ) -> IntArray:
     """Dense group id per row, ordered by (gpu, target, context, batch, acceptance scenario
-    [, inner key]) (the scenario is the α's position: the α itself unless pairs have their own): the
-    order of the final tables, which chunk boundaries (whole (gpu, target) groups, then context
-    and batch blocks) preserve when the parts are concatenated."""
-    shape = (len(task.settings), len(task.contexts), len(task.batches), len(task.alphas))
+    [, inner key]): the order of the final tables, which chunk boundaries (whole (gpu, target)
+    groups, then context and batch blocks) preserve when the parts are concatenated."""
+    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
     _, c, b, _ = np.unravel_index(np.arange(scored.setting.size), shape)
     outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
-    group = ((outer * shape[1] + c) * shape[2] + b) * shape[3] + np.maximum(scored.scenario, 0)
+    group = ((outer * shape[1] + c) * shape[2] + b) * shape[3] + scored.scenario
     if inner is None:
         return group
     inner_codes = codes(inner)
@@ -103,8 +128,8 @@ def _groups(
 
 
 def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
-    """Per (GPU, TP, target, target precision, KV dtype, context, batch, α): the drafts and draft
-    precisions, each at its best K, not dominated in (combined memory ↓, speedup ↑)."""
+    """Per (GPU, TP, target, target precision, KV dtype, context, batch, scenario): the drafts
+    and draft precisions, each at its best K, not dominated in (combined memory ↓, speedup ↑)."""
     s = task.settings
     group = _groups(task, scored, [(x.gpu, x.target, x.tp, x.target_quant, x.kv_dtype) for x in s])
     rows = np.flatnonzero(scored.valid)
@@ -114,11 +139,11 @@ def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
             group[rows], combined[rows], scored.columns["speedup"][rows], scored.setting[rows]
         )
     ]
-    return _rows_table(task, scored, front)
+    return _rows_table(task, scored, front, None)
 
 
 def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
-    """Per (GPU, target, context, batch, α): the top-N fitting options (TP, precisions, KV
+    """Per (GPU, target, context, batch, scenario): the top-N fitting options (TP, precisions, KV
     dtype, draft, best K) that speed decoding up, ranked by speculative tokens/s per GPU (what
     each GPU of the deployment delivers, so TP sizes and target precisions compare), then by
     speedup and less memory. A group where no draft beats plain decoding has no best pair."""
@@ -132,8 +157,7 @@ def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
         (-per_gpu[rows], -speedup[rows], combined[rows], scored.setting[rows]),
         task.best_top_n,
     )
-    table = _rows_table(task, scored, rows[picked])
-    return table.append_column("rank", pa.array(rank.astype(np.int64)))
+    return _rows_table(task, scored, rows[picked], rank)
 
 
 def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
@@ -141,8 +165,10 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
     cells = scored.cells
     if cells is None:
         return {}
-    s = cells["setting"]
+    s = cells["setting"].astype(np.int64)
     gpus = np.asarray([x.gpu for x in task.settings])
+    alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
+    scenario = cells["scenario"].astype(np.int64)
     out = {}
     for gpu in sorted(set(gpus.tolist())):
         keep = gpus[s] == gpu
@@ -157,7 +183,8 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
                 "kv_dtype": _per_setting([x.kv_dtype for x in task.settings], ss),
                 "context_length": pa.array(np.asarray(task.contexts)[cells["context"][keep]]),
                 "batch_size": pa.array(np.asarray(task.batches)[cells["batch"][keep]]),
-                "acceptance_rate": pa.array(np.asarray(task.alphas)[cells["alpha"][keep]]),
+                "acceptance_scenario": pa.array(scenario[keep]),
+                "acceptance_rate": pa.array(alphas[ss, scenario[keep]]),
                 "draft_k": pa.array(cells["k"][keep].astype(np.int64)),
                 "speedup": pa.array(cells["speedup"][keep]),
                 "combined_gib": pa.array(cells["combined_gib"][keep]),
@@ -165,6 +192,49 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
             }
         )
     return out
+
+
+def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
+    """Per (GPU, target) of the chunk: rows scored, rows that fit, and the row that needs the
+    least memory for its budget (what came closest when nothing fits)."""
+    share = scored.columns["share_of_budget"]
+    outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
+    order = np.lexsort((np.arange(share.size), share, outer))
+    first = order[np.concatenate(([True], outer[order][1:] != outer[order][:-1]))]
+    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
+    s, c, b, _ = np.unravel_index(first, shape)
+    settings = task.settings
+    columns = {
+        "gpu": _per_setting([x.gpu for x in settings], s),
+        "target": _per_setting([x.target for x in settings], s),
+        "rows": pa.array(np.bincount(outer)[outer[first]].astype(np.int64)),
+        "fitting_rows": pa.array(
+            np.bincount(outer, weights=scored.valid)[outer[first]].astype(np.int64)
+        ),
+        "closest_share_of_budget": pa.array(share[first]),
+        "closest_tp": pa.array(np.asarray([x.tp for x in settings], dtype=np.int64)[s]),
+        "closest_target_quant": _per_setting([x.target_quant for x in settings], s),
+        "closest_draft": _per_setting([x.draft for x in settings], s),
+        "closest_draft_quant": _per_setting([x.draft_quant for x in settings], s),
+        "closest_kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
+        "closest_context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
+        "closest_batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
+    }
+    schema = arrow_schema([c.name for c in COVERAGE_COLUMNS])
+    return pa.table([columns[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def merge_coverage(parts: pl.LazyFrame) -> pl.LazyFrame:
+    """A (GPU, target) split over several chunks becomes one row: counts add up, the closest
+    row is the closest of all."""
+    import polars as pl
+
+    closest = [c.name for c in COVERAGE_COLUMNS if c.name.startswith("closest_")]
+    return (
+        parts.sort(["gpu", "target", "closest_share_of_budget"], maintain_order=True)
+        .group_by(["gpu", "target"], maintain_order=True)
+        .agg(pl.col("rows").sum(), pl.col("fitting_rows").sum(), *(pl.first(c) for c in closest))
+    )
 
 
 @dataclass(frozen=True)
@@ -175,6 +245,8 @@ class OutputTable:
     name: str
     description: str
     build: Callable[[ChunkTask, Scored], pa.Table]
+    columns: tuple[str, ...]  # in order, each in the data dictionary (columns.py)
+    merge: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None  # beyond concatenating parts
 
 
 OUTPUT_TABLES: dict[str, OutputTable] = {}
@@ -192,6 +264,7 @@ register_table(
         "drafts and draft precisions, each at its best fitting K, that are Pareto-optimal in "
         "(combined memory ↓, speedup ↑)",
         frontier_table,
+        tuple(table_names(with_rank=False)),
     )
 )
 register_table(
@@ -200,5 +273,15 @@ register_table(
         "per (GPU, target, context, batch, α scenario): the top options that beat plain "
         "decoding, ranked by speculative tokens/s per GPU",
         best_table,
+        tuple(table_names(with_rank=True)),
+    )
+)
+register_table(
+    OutputTable(
+        "coverage",
+        "per (GPU, target) swept: rows scored and fitting, and what came closest to fitting",
+        coverage_table,
+        tuple(c.name for c in COVERAGE_COLUMNS),
+        merge_coverage,
     )
 )

@@ -1,0 +1,69 @@
+"""α as a property of the (target, draft) pair: the published figures for the pair when the
+catalog has them, else the prior fitted to published pairs (configs/acceptance.yaml). Three
+scenarios: low, expected, high."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infersize.catalog.records import Model
+from infersize.catalog.store import Catalog
+from infersize.core.acceptance import prior_alpha
+from infersize.core.params import param_counts
+from infersize.service.resolve import Deployment
+
+
+@dataclass(frozen=True)
+class PairAcceptance:
+    low: float
+    expected: float
+    high: float
+    source: str  # "published" or "prior"
+    detail: str  # where the numbers come from, for notes and the report
+
+    @property
+    def scenarios(self) -> tuple[float, float, float]:
+        return (self.low, self.expected, self.high)
+
+
+def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcceptance:
+    """Published rows of this exact pair (use_for_fit): their mean, lowest and highest α;
+    otherwise the prior at the pair's size ratio, ∓ its RMSE."""
+    rows = [
+        r
+        for r in catalog.published_acceptance
+        if r.use_for_fit and r.target_id == target.id and r.draft_id == draft.id
+    ]
+    if rows:
+        alphas = [r.alpha for r in rows]
+        mean = round(sum(alphas) / len(alphas), 4)
+        sources = sorted({r.source.split(",")[0].split(" @")[0] for r in rows})
+        detail = (
+            f"the mean of {len(rows)} published figure(s) for this pair "
+            f"({'; '.join(sources)}); lowest {min(alphas):g}, highest {max(alphas):g}"
+        )
+        return PairAcceptance(min(alphas), mean, max(alphas), "published", detail)
+    prior = catalog.prior
+    ratio = param_counts(draft).total / param_counts(target).total
+    expected = round(prior_alpha(prior, ratio, 1.0), 4)
+    detail = (
+        f"the prior for a draft {ratio:.3g} the size of its target: {prior.intercept:.3f} + "
+        f"{prior.slope:.4f} · log10(draft/target), fitted to {prior.pairs_fitted} published "
+        f"pairs (RMSE {prior.rmse:.3f})"
+    )
+    low = round(max(expected - prior.rmse, 0.0), 4)
+    high = round(min(expected + prior.rmse, 1.0), 4)
+    return PairAcceptance(low, expected, high, "prior", detail)
+
+
+def resolve_alpha(
+    asked: float | None, dep: Deployment, catalog: Catalog
+) -> tuple[float, PairAcceptance | None]:
+    """The α the user asked, else the pair's expected α from the acceptance catalog (with
+    where it comes from). A deployment without a draft has no α to find."""
+    if asked is not None:
+        return asked, None
+    if dep.draft is None:
+        return 0.0, None
+    known = pair_acceptance(dep.target.model, dep.draft.model, catalog)
+    return known.expected, known
