@@ -1,37 +1,28 @@
-"""Print the calibration table (measured, predicted, error) as Markdown for docs/modelling.md.
-Usage: python benchmarks/calibration_table.py"""
+"""Print the calibration table (measured, predicted, error) as Markdown, or rewrite it in place
+in docs/calibration.md (between its table markers) with --write.
+Usage: python benchmarks/calibration_table.py [--write]"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from infersize.service.calibration import error, load_measurements, predict
+from infersize.service.calibration import calibration_table, load_measurements
 
 ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "calibration.md"
+START, END = "<!-- calibration table: start -->\n", "<!-- calibration table: end -->\n"
 
 
 def main() -> None:
-    rows = load_measurements(ROOT / "tests" / "data" / "measurements.csv")
-    print("| measurement | setup | measured | predicted | error | bound |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for row in rows:
-        predicted = predict(row)
-        err = error(row, predicted)
-        if row["kind"] == "leviathan_expected":
-            setup = f"α {row['alpha']}, K {row['draft_k']}, c {row['cost_coefficient']}"
-            err_text, bound = f"{err:+.3f}", f"±{row['tolerance']}"
-        else:
-            setup = (
-                f"{row['model']} {row['precision']}, {row['gpu']} ×{row['tp']}, "
-                f"preset {row['engine']}, batch {row['batch_size']}"
-            )
-            err_text = f"{err * 100:+.1f}%"
-            bound = f"±{float(row['tolerance']) * 100:.0f}%" if row["bounded"] == "yes" else "n/a"
-        unit = "" if row["units"] == "x" else f" {row['units']}"
-        print(
-            f"| {row['id']} | {setup} | {float(row['measured']):,.2f}{unit} | "
-            f"{predicted:,.2f} | {err_text} | {bound} |"
-        )
+    table = calibration_table(load_measurements(ROOT / "tests" / "data" / "measurements.csv"))
+    if "--write" not in sys.argv[1:]:
+        print(table, end="")
+        return
+    text = DOC.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + START + table + END + tail, encoding="utf-8")
 
 
 if __name__ == "__main__":

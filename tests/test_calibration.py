@@ -1,7 +1,9 @@
 """infersize's predictions against published measurements (tests/data/measurements.csv, every
-row with its source). Bounds: vLLM KV pool ±3%, batch-1 decode tokens/s ±15%, batch 16-64 ±25%,
-Leviathan Table 4's expected column within 0.06. Rows marked bounded=no are reported in the
-README with the reason the model misses them, not asserted."""
+row with its source and, for vLLM logs, the quoted lines). Bounds (issue #12): vLLM KV pool
+tokens and concurrency ±3% for dense models, ±5% for MoE, sliding-window and multimodal models,
+±10% with a draft in the pool; batch-1 decode ±12%, batch 16-64 ±25%; Leviathan Table 4's
+expected column within 0.06. Rows marked bounded=no are reported in docs/calibration.md with the
+reason the model misses them, never asserted and never used to fit."""
 
 from __future__ import annotations
 
@@ -11,13 +13,21 @@ from pathlib import Path
 import pytest
 
 from infersize.core.speculative import speedup_leviathan
-from infersize.service.calibration import error, load_measurements, predict
+from infersize.service.calibration import POOL_KINDS, error, load_measurements, predict
 
 ROWS = load_measurements(Path(__file__).parent / "data" / "measurements.csv")
 BOUNDED = [r for r in ROWS if r["bounded"] == "yes" and r["kind"] != "leviathan_expected"]
 LEVIATHAN = [r for r in ROWS if r["kind"] == "leviathan_expected"]
-BOUND = {("decode_tokens_per_s", True): 0.15, ("decode_tokens_per_s", False): 0.25,
-         ("kv_pool_gib", True): 0.03}  # fmt: skip
+POOL_BOUND = {"dense": 0.03, "moe": 0.05, "sliding-multimodal": 0.05, "multimodal": 0.05,
+              "draft": 0.10, "": 0.03}  # fmt: skip
+
+
+def _bound(row: dict[str, str]) -> float:
+    if row["kind"] in POOL_KINDS:
+        return POOL_BOUND[row["note"]]
+    if row["kind"] == "decode_tokens_per_s":
+        return 0.12 if row["batch_size"] == "1" else 0.25
+    raise AssertionError(f"no bound for {row['kind']}")
 
 
 def test_the_calibration_set_covers_what_the_issue_asks():
@@ -26,11 +36,17 @@ def test_the_calibration_set_covers_what_the_issue_asks():
     assert sum(k[0] == "decode_tokens_per_s" and k[1] != "1" for k in kinds) >= 6
     assert len(LEVIATHAN) == 12
     assert all(r["source"] for r in ROWS)
+    logs = [r for r in BOUNDED if r["kind"] == "vllm_kv_pool_tokens"]
+    assert all(r["quote"] for r in logs)  # the log lines themselves, quoted
+    kinds_of_model = {r["note"] for r in logs}
+    assert {"dense", "moe", "sliding-multimodal", "multimodal", "draft"} <= kinds_of_model
+    assert {r["tp"] for r in logs} >= {"1", "2", "8"}
+    assert {r["engine"] for r in logs} == {"vllm", "vllm-0.15"}
 
 
 @pytest.mark.parametrize("row", BOUNDED, ids=[r["id"] for r in BOUNDED])
 def test_prediction_within_its_bound(row):
-    bound = BOUND[(row["kind"], row["batch_size"] == "1")]
+    bound = _bound(row)
     assert float(row["tolerance"]) <= bound  # the CSV never loosens the issue's bounds
     assert abs(error(row, predict(row))) <= bound
 

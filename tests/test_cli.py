@@ -114,6 +114,49 @@ def test_vllm_engine_keys(runner):
     )
 
 
+def test_vllm_engine_prints_the_pool_as_vllm_logs_it(runner):
+    args = ("spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100",
+            "--engine", "vllm")  # fmt: skip
+    result = run(runner, *args)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for line in ("GPU KV cache size:", "Maximum concurrency:", "for 4,096 tokens per request",
+                 "activation peak (profiling 8192 tokens, 1024 sequences)", "non-torch memory",
+                 "CUDA graphs (estimated before the pool)", "vLLM 0.33.0 rules"):  # fmt: skip
+        assert line in text, line
+    data = json.loads(run(runner, *args, "--json").stdout)
+    assert data["vllm_release"] == "0.33.0" and data["vllm_sampler"] == "triton"
+    assert data["max_num_batched_tokens"] == 8192 and data["max_num_seqs"] == 1024
+    pytorch = json.loads(run(runner, *args, "--vllm-sampler", "pytorch", "--json").stdout)
+    assert pytorch["activation_peak_bytes"] > data["activation_peak_bytes"]
+    assert pytorch["kv_pool_tokens"] < data["kv_pool_tokens"]
+
+
+def test_vllm_settings_are_checked(runner):
+    base = ("spec", "--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100", "--engine",
+            "vllm")  # fmt: skip
+    result = run(runner, *base, "--vllm-sampler", "sorted")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: unknown vllm_sampler 'sorted': choose triton, pytorch, flashinfer\n"
+    )
+    result = run(runner, *base, "--max-num-seqs", "0")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --max-num-seqs must be in 1..16777216, got 0\n"
+
+
+def test_a_speculator_head_is_only_a_draft(runner):
+    result = run(runner, "spec", "--target", "eagle-llama3.1-8b", "--draft", "none", "--gpu", "h100")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: eagle-llama3.1-8b is a speculator head: give it as the draft of a llama-3.1 model\n"
+    )
+    result = run(runner, "spec", "--target", "qwen3-8b", "--draft", "eagle-llama3.1-8b", "--gpu",
+                 "h100")  # fmt: skip
+    assert result.exit_code == 2
+    assert "does not fit qwen3-8b (hidden 4096, vocabulary 151936)" in result.stderr
+
+
 def test_draft_none_sizes_the_target_alone(runner):
     result = run(runner, *SEED_ARGS[:6], "none", *SEED_ARGS[7:], "--json")
     data = json.loads(result.stdout)
@@ -158,7 +201,10 @@ def test_tensor_parallel_reports_per_gpu(runner):
             ["--kv-dtype", "fp7"],
             "error: unknown kv dtype 'fp7': did you mean 'fp8', 'fp32', 'fp16'?",
         ),
-        (["--engine", "trt"], "error: unknown engine 'trt': choose plain, vllm, llama.cpp"),
+        (
+            ["--engine", "trt"],
+            "error: unknown engine 'trt': choose plain, vllm, vllm-0.15, llama.cpp",
+        ),
         (
             ["--speedup-model", "magic"],
             "error: unknown speedup model 'magic': choose leviathan, roofline, linear",

@@ -41,3 +41,15 @@ def test_the_data_dictionary_page_is_current():
 
     page = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
     assert page.read_text() == markdown(), "run: python -m infersize.sweep.columns > docs/tables.md"
+
+
+def test_the_calibration_page_is_current():
+    from infersize.service.calibration import calibration_table, load_measurements
+
+    root = Path(__file__).resolve().parent.parent
+    table = calibration_table(load_measurements(root / "tests" / "data" / "measurements.csv"))
+    page = (root / "docs" / "calibration.md").read_text()
+    start, end = "<!-- calibration table: start -->\n", "<!-- calibration table: end -->\n"
+    assert page.split(start, 1)[1].split(end, 1)[0] == table, (
+        "run: python benchmarks/calibration_table.py --write"
+    )

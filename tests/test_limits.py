@@ -14,6 +14,7 @@ from infersize.catalog.store import load_catalog
 from infersize.cli import app
 from infersize.core.engines import get_engine
 from infersize.core.fit import deployment_memory
+from infersize.errors import InfersizeError
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 
 CATALOG = load_catalog()
@@ -40,9 +41,12 @@ def spec(runner, target, draft, gpu, quant, engine, context, batch, k=4):
 
 
 def fits_everywhere(target, draft, gpu, quant, engine, contexts, batches, k, tp=1):
-    dep = resolve_deployment(
-        DeploymentRequest(target, gpu, quant, draft, "auto", tp=tp), CATALOG, get_engine(engine)
-    )
+    try:
+        dep = resolve_deployment(
+            DeploymentRequest(target, gpu, quant, draft, "auto", tp=tp), CATALOG, get_engine(engine)
+        )
+    except InfersizeError:  # vLLM V1 splits the draft too: its heads must divide by the TP
+        return np.zeros(np.broadcast_shapes(np.shape(contexts), np.shape(batches)), dtype=bool)
     return deployment_memory(dep.numbers, dep.engine, contexts, batches, k if draft else 0).fits
 
 

@@ -82,11 +82,12 @@ def test_vllm_kv_pool_for_llama_3_8b_on_a100(catalog, vllm):
     side = prepare_side(
         catalog.model("llama-3.1-8b"), catalog.weight_format("bf16"), catalog.kv_dtype("bf16"), a100
     )
-    memory = deployment_memory(deployment_numbers(side, None, a100), vllm, 8192, 1, 0)
-    assert memory.kv_pool / mem.GIB == pytest.approx(55.11, rel=0.03)
-    # the pool does not depend on max_model_len; tokens = pool / 131,072 B
-    tokens = memory.max_concurrent_sequences * 8192
-    assert tokens == pytest.approx(memory.kv_pool / 131_072, rel=1e-9)
+    memory = deployment_memory(deployment_numbers(side, None, a100, engine=vllm), vllm, 8192, 1, 0)
+    assert memory.pool is not None
+    assert memory.pool.kv_pool / mem.GIB == pytest.approx(55.11, rel=0.03)
+    # the pool does not depend on max_model_len; tokens = pool / 131,072 B, in blocks of 16
+    tokens = memory.pool.kv_pool_tokens
+    assert tokens == (memory.pool.kv_pool // (131_072 * 16)) * 16
 
 
 def test_verdict_thresholds():

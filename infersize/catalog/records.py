@@ -47,6 +47,18 @@ class Mla:
     v_head_dim: int
 
 
+class VisionTower(Record):
+    """The image encoder a multimodal checkpoint loads beside the decoder (its weights are in
+    the model's extra_params). vLLM profiles it on as many largest-size items as fit in
+    max(max_num_batched_tokens, tokens_per_item) tokens."""
+
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    patches_per_item: PositiveInt  # encoder positions of the largest image (all tiles)
+    tokens_per_item: PositiveInt  # decoder tokens that image takes in the prompt
+    source: str
+
+
 class Model(Record):
     """Architecture of one model, with Hugging Face config.json field names."""
 
@@ -83,6 +95,12 @@ class Model(Record):
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
     extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
+    vision: VisionTower | None = None  # the full multimodal checkpoint; None: text only
+    # Speculator heads (EAGLE) reuse the target's token embedding and output head in vLLM
+    # (v1/spec_decode/eagle.py load_model), and EAGLE-1's single layer has no final norm.
+    embedding_from_target: bool = False
+    lm_head_from_target: bool = False
+    final_norm: bool = True
     max_position_embeddings: PositiveInt
     checkpoint_dtype: str | None = None
     published_params: PositiveInt | None = None
@@ -112,6 +130,11 @@ class Model(Record):
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
         return self
+
+    @property
+    def is_speculator_head(self) -> bool:
+        """EAGLE-style heads: a layer or two on top of a target, not a model of their own."""
+        return self.embedding_from_target
 
     @property
     def head_dim_resolved(self) -> int:

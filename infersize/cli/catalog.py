@@ -25,12 +25,21 @@ def _catalog(overlays: opt.CatalogFiles) -> Catalog:
     return load_catalog(tuple(overlays or ()))
 
 
+def _checkpoint_kind(model: Model) -> str:
+    """What the model id loads: the text decoder only, the full multimodal checkpoint (its
+    vision tower counted), or a speculator head that lives on a target."""
+    if model.is_speculator_head:
+        return "speculator head"
+    return "text + vision" if model.vision is not None else "text"
+
+
 def _model_json(model: Model) -> dict[str, Any]:
     from infersize.core.params import param_counts
 
     counts = param_counts(model)
     out = model.model_dump(exclude_none=True)
     out["params"] = counts.total
+    out["checkpoint"] = _checkpoint_kind(model)
     if model.moe is not None:
         out["active_params"] = counts.active
     return out
@@ -48,7 +57,7 @@ def models_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> 
     render_table(
         console(),
         f"{len(rows)} models",
-        ["id", "family", "tokenizer", "params (B)", "layers", "context"],
+        ["id", "family", "tokenizer", "params (B)", "layers", "context", "checkpoint"],
         [
             [
                 r["id"],
@@ -57,6 +66,7 @@ def models_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> 
                 f"{r['params'] / 1e9:.2f}",
                 r["num_hidden_layers"],
                 r["max_position_embeddings"],
+                r["checkpoint"],
             ]
             for r in rows
         ],

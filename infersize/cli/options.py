@@ -56,6 +56,26 @@ GpuMemoryUtilization = Annotated[
     float | None,
     typer.Option("--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."),
 ]
+MaxNumBatchedTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-num-batched-tokens",
+        help="vLLM's max_num_batched_tokens, the size of its profiling pass (default: vLLM's "
+        "for the GPU).",
+    ),
+]
+MaxNumSeqs = Annotated[
+    int | None, typer.Option("--max-num-seqs", help="vLLM's max_num_seqs (default: vLLM's).")
+]
+VllmSampler = Annotated[
+    str | None,
+    typer.Option(
+        "--vllm-sampler",
+        help="vLLM's top-k/top-p sampler, whose profiling run can set the activation peak: "
+        "triton (default from vLLM 0.17), pytorch (0.11-0.16, ROCm), flashinfer "
+        "(VLLM_USE_FLASHINFER_SAMPLER=1).",
+    ),
+]
 SpeedupModel = Annotated[
     str | None,
     typer.Option(

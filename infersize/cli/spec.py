@@ -30,6 +30,9 @@ def spec(
     tp: opt.Tp = 1,
     engine: opt.Engine = "plain",
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
+    max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
+    max_num_seqs: opt.MaxNumSeqs = None,
+    vllm_sampler: opt.VllmSampler = None,
     speedup_model: opt.SpeedupModel = None,
     latency_ratio: opt.LatencyRatio = None,
     overhead_gib: opt.OverheadGib = None,
@@ -58,6 +61,7 @@ def spec(
     request = SpecRequest(
         deployment, context_length, acceptance_rate, draft_k, batch_size, speedup_model,
         latency_ratio, max_k, engine, gpu_memory_utilization, overhead_gib,
+        max_num_batched_tokens, max_num_seqs, vllm_sampler,
     )  # fmt: skip
     result = run_spec(request, load_catalog(tuple(catalog or ())))
     if plot is not None:

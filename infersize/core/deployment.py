@@ -19,8 +19,10 @@ import numpy as np
 from infersize.catalog.records import ComponentBytes, Gpu, KvDtype, Model, WeightFormat
 from infersize.core import memory as mem
 from infersize.core.arrays import Num
+from infersize.core.engines import Engine
 from infersize.core.latency import StepCost, step_cost
 from infersize.core.params import ParamCounts, param_counts
+from infersize.core.vllm_pool import default_profile
 from infersize.errors import InfersizeError
 
 T = TypeVar("T")
@@ -36,6 +38,10 @@ class SideNumbers:
     tp: Num
     kv: mem.KvLayout
     cost: StepCost
+    moe: Num = 0.0  # 1.0 for a mixture-of-experts model
+    hidden_size: Num = 0.0
+    encoder_bytes_per_item: Num = 0.0  # vision tower activations for one image (0: text only)
+    encoder_tokens_per_item: Num = 0.0  # decoder tokens of that image
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,10 @@ def prepare_side(
         tp=tp,
         kv=kv,
         cost=step_cost(model, counts, weights, fmt, kv, gpu, tp, weight_only),
+        moe=0.0 if model.moe is None else 1.0,
+        hidden_size=model.hidden_size,
+        encoder_bytes_per_item=mem.encoder_bytes_per_item(model.vision, tp),
+        encoder_tokens_per_item=0 if model.vision is None else model.vision.tokens_per_item,
     )
     return Side(model, fmt, counts, weights, numbers, exact is not None)
 
@@ -91,6 +101,8 @@ class DeploymentNumbers:
     memory_bytes: Num  # per GPU, as the CUDA runtime reports it
     price_usd_per_hour: Num  # per GPU; NaN when unknown
     tp: Num
+    profile_tokens: Num = 0.0  # pooled engines: tokens of the profiling forward pass
+    profile_seqs: Num = 0.0  # and its sequences (max_num_seqs)
 
 
 def hourly_price(gpu: Gpu, override: float | None) -> float:
@@ -100,19 +112,47 @@ def hourly_price(gpu: Gpu, override: float | None) -> float:
 
 
 def deployment_numbers(
-    target: Side, draft: Side | None, gpu: Gpu, price_usd_per_hour: float | None = None
+    target: Side,
+    draft: Side | None,
+    gpu: Gpu,
+    price_usd_per_hour: float | None = None,
+    engine: Engine | None = None,
 ) -> DeploymentNumbers:
+    profile = None if engine is None else default_profile(engine, gpu.memory_bytes, gpu.name)
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else draft.numbers,
         memory_bytes=gpu.memory_bytes,
         price_usd_per_hour=hourly_price(gpu, price_usd_per_hour),
         tp=target.tp,
+        profile_tokens=0.0 if profile is None else profile.batched_tokens,
+        profile_seqs=0.0 if profile is None else profile.seqs,
     )
 
 
+def head_problem(target: Model, draft: Model | None) -> str | None:
+    """A speculator head is never a target, and drafts only for a target of its width and
+    vocabulary (it reads the target's hidden states and embedding)."""
+    if target.is_speculator_head:
+        return f"{target.id} is a speculator head: give it as the draft of a {target.family} model"
+    if (
+        draft is not None
+        and draft.is_speculator_head
+        and (draft.hidden_size != target.hidden_size or draft.vocab_size != target.vocab_size)
+    ):
+        return (
+            f"speculator head {draft.id} (hidden {draft.hidden_size}, vocabulary "
+            f"{draft.vocab_size}) does not fit {target.id} (hidden {target.hidden_size}, "
+            f"vocabulary {target.vocab_size})"
+        )
+    return None
+
+
 def pairing_problem(target: Model, draft: Model, allow_cross_tokenizer: bool) -> str | None:
-    """The one pairing rule: a draft shares its target's tokenizer family (unless allowed)."""
+    """The pairing rules: head_problem, and a draft shares its target's tokenizer family
+    (unless allowed)."""
+    if problem := head_problem(target, draft):
+        return problem
     t_tok, d_tok = target.tokenizer_family, draft.tokenizer_family
     if t_tok != d_tok and not allow_cross_tokenizer:
         return (
@@ -121,7 +161,11 @@ def pairing_problem(target: Model, draft: Model, allow_cross_tokenizer: bool) ->
     return None
 
 
-def check_pair(target: Model, draft: Model, allow_cross_tokenizer: bool) -> None:
+def check_pair(target: Model, draft: Model | None, allow_cross_tokenizer: bool) -> None:
+    if problem := head_problem(target, draft):
+        raise InfersizeError(problem)
+    if draft is None:
+        return
     problem = pairing_problem(target, draft, allow_cross_tokenizer)
     if problem:
         raise InfersizeError(f"{problem}; add --allow-cross-tokenizer to size it anyway")

@@ -1,22 +1,16 @@
 """Engine presets: the memory rules and the constants that differ between serving engines.
 
-Calibration source for the memory constants: vLLM real logs quoted in docs/reference/measurements.md
-(vLLM 0.28.0, A100-80GB, bf16, gpu_memory_utilization 0.90, Llama-3-8B): KV pool 55.11 GiB,
-non-KV overhead 1.82 GiB on one GPU and 2.56 GiB per GPU at tensor-parallel 2.
- - Our profiled activations for that run (memory.vllm_profile_bytes: 8192 tokens · 86,016 B
-   + 256 sequences · 128,256 · 4 B logits) are 0.78 GiB, so the rest of the 1.82 GiB, 1.04 GiB,
-   is CUDA context, non-torch allocations and CUDA graphs: `overhead_gib`.
- - The pool is total · U − weights − profiled activations − non-torch memory; with the log's
-   pool that leaves 79.15 · 0.9 − 14.96 − 0.78 − 55.11 = 0.39 GiB of non-torch memory at sizing
-   time: vLLM's `overhead_gib` (CUDA graphs, the other 0.65 GiB, are captured after the pool is
-   sized, so nvidia-smi shows more than U · memory).
- - Tensor parallel 2 adds 2.56 − 1.82 = 0.74 GiB per GPU (NCCL buffers, custom all-reduce).
+`plain` sums the parts against the device memory. `vllm` follows vLLM V1's pool rules as of
+release 0.33.0 (core/vllm_pool.py); `vllm-0.15` the rules of the V1 releases 0.11 to 0.17, which
+did not subtract CUDA graphs before sizing the pool and logged the pool's tokens without
+crediting sliding windows. Their pool constants are fitted to public vLLM start-up logs.
 
-Latency constants (infersize/latency.py) are fitted to the published decode measurements in
-tests/data/measurements.csv (sources there): one shared set for the CUDA-graph engines (vLLM,
-SGLang, LMDeploy, TensorRT-LLM, gpt-fast, AutoAWQ: 19 points, batch 1-64, A100/H100/L40S/4090,
-TP 1-8), minimising the worst error relative to its bound; a second set for llama.cpp (3 points),
-whose kernels are not fused into one graph per layer, so each layer costs more.
+Every fitted constant comes from benchmarks/fit_engine_constants.py, which minimises the worst
+error relative to its bound over the bounded rows of tests/data/measurements.csv (each row
+quoted with its source; docs/calibration.md has the table): `plain` holds the set shared by the
+CUDA-graph engines (gpt-fast, LMDeploy, SGLang, NIM, TensorRT-LLM, AutoAWQ); the vLLM presets
+their own (V1's async scheduling hides the per-step CPU work); llama.cpp a third, whose kernels
+are launched per layer.
 """
 
 from __future__ import annotations
@@ -26,6 +20,25 @@ from dataclasses import dataclass, replace
 
 from infersize.errors import UnknownNameError, ValueRangeError
 
+MIB = 2**20
+
+
+# Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
+# the peak of vLLM's profiling sampler run (gpu_model_runner._dummy_sampler_run), by sampler
+# (ops/topk_topp_sampler.py). Fitted to start-up logs in tests/data/vllm_logs.csv:
+SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
+    # Triton top-k/top-p (apply_top_k_top_p_triton): the default from 0.17 on. Logs q1-q4 (their
+    # sum with the CUDA graph estimate; the split between the two is not identified).
+    "triton": 12.0,
+    # PyTorch sort-based top-k/top-p (apply_top_k_top_p): the default from 0.11 to 0.16 and on
+    # ROCm; sorted logits, int64 indices, probabilities and masks. Log d3 prints the peak:
+    # 1.4 GiB for 256 rows of 151,936 logits.
+    "pytorch": 38.6,
+    # FlashInfer's fused kernels (VLLM_USE_FLASHINFER_SAMPLER=1; on by default in 0.9-0.10 where
+    # FlashInfer is installed). Log d1: 2.4 GiB for 1024 rows of 151,936.
+    "flashinfer": 16.6,
+}
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -33,20 +46,74 @@ class Engine:
 
     name: str
     description: str
-    overhead_gib: float  # per GPU: what counts against the budget besides weights, KV, workspace
-    tp_overhead_gib: float  # added per GPU when tensor parallel >= 2
-    pools_kv: bool = False  # pre-allocates a KV pool of gpu_memory_utilization · memory
-    gpu_memory_utilization: float = 1.0
-    max_num_batched_tokens: int = 0  # tokens in vLLM's profiling forward pass
-    max_num_seqs: int = 0
-    # Roofline constants (infersize/latency.py), shared by every model and GPU:
-    mbu: float = 0.70  # achieved / datasheet memory bandwidth in decode
-    mfu: float = 0.60  # achieved / datasheet dense tensor peak in compute-bound steps
-    step_overhead_s: float = 2.0e-4  # per forward pass: scheduling, sampling, graph launch
-    layer_overhead_s: float = 1.0e-5  # per layer per pass: kernel launch gaps and tails
+    overhead_gib: float  # per GPU, inside the budget, besides weights, KV cache and workspace
+    tp_overhead_gib: float  # plain: added per GPU when tensor parallel >= 2
+    # Roofline constants (core/latency.py), shared by every model and GPU:
+    mbu: float = 0.74  # achieved / datasheet memory bandwidth in decode
+    kv_mbu: float | None = None  # the same for the KV cache reads (None: mbu)
+    mfu: float = 0.50  # achieved / datasheet dense tensor peak in compute-bound steps
+    # The launch floor that keeps tiny drafts from looking free (the 7B-70B decode rows the rest
+    # is fitted on cannot see it): per forward pass, and per layer per pass
+    step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
+    layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
+    # vLLM V1's pre-allocated KV pool (core/vllm_pool.py):
+    pools_kv: bool = False
+    vllm_release: str = ""  # the release whose rules the preset follows
+    gpu_memory_utilization: float = 1.0
+    max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
+    max_num_seqs: int | None = None
+    large_gpu_gib: float = math.inf  # from this size vLLM profiles 16384 tokens, 1024 seqs
+    activation_factor: float = 1.0  # measured forward-pass peak / our activation bytes per token
+    sampler: str = "triton"  # vLLM's top-k/top-p sampler (core/vllm_pool.SAMPLER_BYTES_PER_LOGIT)
+    estimates_cuda_graphs: bool = False  # vLLM 0.21+: graphs are subtracted before the pool
+    graph_bytes_per_layer: float = 0.0  # CUDA graph memory per decoder layer and capture size
+    graph_moe_extra: float = 0.0  # a MoE layer's graphs hold this share more
+    credits_windows_in_tokens: bool = False  # vLLM 0.21+: logged tokens credit sliding windows
+    steps_in_flight: float = 1.0  # scheduling steps a sliding window must also hold
+    draft_shares_tp: bool = False  # V1: the draft runs at the target's tensor parallelism
 
+
+VLLM_V1 = Engine(
+    name="vllm",
+    description="vLLM V1 (rules of release 0.33.0): pre-grabs gpu_memory_utilization of the "
+    "device for weights, activations, CUDA graphs and one KV pool shared by target and draft",
+    overhead_gib=0.07,  # non-torch memory after the snapshot: log f1 prints 0.07 GiB at TP 1
+    tp_overhead_gib=0.14,  # and log d3 0.21 GiB at TP 8 (custom all-reduce's IPC buffers)
+    pools_kv=True,
+    vllm_release="0.33.0",
+    # fitted (benchmarks/fit_engine_constants.py) to vLLM V1 batch-1 decode: the vLLM blog's
+    # Llama-3.1-8B on H100 (0.19.1; zero and 100k context) and the 0.28.0 A100 run of
+    # docs/reference; the per-layer launch cost is the shared one
+    mbu=0.6625,
+    kv_mbu=0.90,  # the blog's slope: 128 KiB of KV per token read at 3.0 TB/s
+    step_overhead_s=0.0,  # async scheduling prepares step n+1 while the GPU runs step n
+    gpu_memory_utilization=0.9,
+    large_gpu_gib=160.0,  # EngineArgs.get_batch_defaults, 0.33.0
+    activation_factor=2.5,  # fitted: benchmarks/fit_engine_constants.py (log q3 sets it)
+    sampler="triton",  # apply_top_k_top_p_triton, the default from 0.17
+    estimates_cuda_graphs=True,  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, default since 0.21
+    graph_bytes_per_layer=0.125
+    * MIB,  # fitted: benchmarks/fit_engine_constants.py (logs q1, q2, q4)
+    graph_moe_extra=0.9,
+    credits_windows_in_tokens=True,  # kv_cache_utils.get_kv_cache_capacity, 0.21+
+    steps_in_flight=2.0,  # async scheduling keeps two batches in flight (0.33 default)
+    draft_shares_tp=True,  # DraftModelProposer: draft TP must equal the target's
+)
+VLLM_V1_EARLY = replace(
+    VLLM_V1,
+    name="vllm-0.15",
+    description="vLLM V1 as released from 0.11 to 0.17: CUDA graphs come on top of the pool, "
+    "the logged tokens do not credit sliding windows",
+    vllm_release="0.15.0",
+    large_gpu_gib=math.inf,
+    activation_factor=1.6,  # fitted: benchmarks/fit_engine_constants.py (logs f1, b1)
+    sampler="pytorch",  # sort-based apply_top_k_top_p: FlashInfer's was opt-in
+    estimates_cuda_graphs=False,
+    credits_windows_in_tokens=False,
+    steps_in_flight=1.0,
+)
 
 ENGINES: dict[str, Engine] = {
     "plain": Engine(
@@ -55,25 +122,20 @@ ENGINES: dict[str, Engine] = {
         overhead_gib=1.04,
         tp_overhead_gib=0.74,
     ),
-    "vllm": Engine(
-        name="vllm",
-        description="vLLM V1: pre-grabs gpu_memory_utilization of the device for weights, "
-        "activations and a KV cache pool",
-        overhead_gib=0.39,
-        tp_overhead_gib=0.74,
-        pools_kv=True,
-        gpu_memory_utilization=0.9,
-        max_num_batched_tokens=8192,  # vLLM V1 default for offline LLM on >= 70 GB GPUs
-        max_num_seqs=256,  # vLLM default
-    ),
+    "vllm": VLLM_V1,
+    "vllm-0.15": VLLM_V1_EARLY,
     "llama.cpp": Engine(
         name="llama.cpp",
-        description="llama.cpp (GGUF, CUDA graphs): sum of the parts like plain; slower layers",
+        description="llama.cpp (GGUF, CUDA graphs, 2025 builds): sum of the parts like plain; "
+        "a launch cost per layer",
         overhead_gib=1.04,  # not calibrated separately: plain's
         tp_overhead_gib=0.74,
-        mbu=0.75,  # fitted: llama.cpp PR #6766 (RTX 4090/3090, Q4_0), issue #6763 (H100-PCIe)
-        step_overhead_s=8.0e-4,
-        layer_overhead_s=6.0e-5,
+        # fitted (benchmarks/fit_engine_constants.py) to 2025 builds: the CUDA scoreboard of
+        # discussion #15013 (Llama-2-7B Q4_0 on six GPUs), PRs #15131 and #15802, issue #14863
+        mbu=0.95,
+        mfu=0.60,
+        step_overhead_s=2.5e-4,
+        layer_overhead_s=4.0e-5,
         support_family="llama.cpp",
     ),
 }
@@ -86,7 +148,12 @@ def register_engine(engine: Engine) -> Engine:
 
 
 def get_engine(
-    name: str, gpu_memory_utilization: float | None = None, overhead_gib: float | None = None
+    name: str,
+    gpu_memory_utilization: float | None = None,
+    overhead_gib: float | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    sampler: str | None = None,
 ) -> Engine:
     engine = ENGINES.get(name.strip().lower())
     if engine is None:
@@ -103,4 +170,20 @@ def get_engine(
                 "overhead_gib", f"must be a finite number >= 0, got {overhead_gib}"
             )
         engine = replace(engine, overhead_gib=overhead_gib)
-    return engine
+    for field, value in (
+        ("max_num_batched_tokens", max_num_batched_tokens),
+        ("max_num_seqs", max_num_seqs),
+    ):
+        if value is not None and not 1 <= value <= 1 << 24:
+            raise ValueRangeError(field, f"must be in 1..{1 << 24}, got {value}")
+    if sampler is not None and sampler not in SAMPLER_BYTES_PER_LOGIT:
+        raise UnknownNameError(
+            "vllm_sampler", sampler, SAMPLER_BYTES_PER_LOGIT,
+            hint=f"choose {', '.join(SAMPLER_BYTES_PER_LOGIT)}",
+        )  # fmt: skip
+    return replace(
+        engine,
+        sampler=sampler or engine.sampler,
+        max_num_batched_tokens=max_num_batched_tokens or engine.max_num_batched_tokens,
+        max_num_seqs=max_num_seqs or engine.max_num_seqs,
+    )

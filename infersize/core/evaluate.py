@@ -10,7 +10,7 @@ as its Lambert-W closed form, tested).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -76,7 +76,7 @@ class Evaluation:
             return floats(np.take_along_axis(full, position, axis=-1)[..., 0])
 
         memory = _map_arrays(self.memory, pick)
-        speed = replace(_map_arrays(self.speed, pick), times=_map_arrays(self.speed.times, pick))
+        speed = _map_arrays(self.speed, pick)
         k = self.ks[position[..., 0]]
         return _derive(self.numbers, pick(np.broadcast_to(self.batch, shape)), k, memory, speed)
 
@@ -93,11 +93,16 @@ class Evaluation:
 
 
 def _map_arrays(record: D, fn: Any) -> D:
-    """Apply `fn` to every array field of a Memory/Speed/StepTimes record (None stays None)."""
+    """Apply `fn` to every array field of a Memory/Speed/StepTimes record and of the records
+    inside it (None stays None)."""
     values = {}
     for f in fields(record):  # type: ignore[arg-type]
         value = getattr(record, f.name)
-        values[f.name] = fn(value) if isinstance(value, np.ndarray) else value
+        if isinstance(value, np.ndarray):
+            value = fn(value)
+        elif is_dataclass(value) and not isinstance(value, type):
+            value = _map_arrays(value, fn)
+        values[f.name] = value
     return replace(record, **values)  # type: ignore[type-var]
 
 

@@ -1,4 +1,8 @@
-"""Memory per GPU of a deployment over arrays of context, batch and K, and whether it fits."""
+"""Memory per GPU of a deployment over arrays of context, batch and K, and whether it fits.
+
+Two rules: `plain` sums weights, KV caches, workspaces and overhead against the device memory;
+engines that pre-allocate a KV pool (vLLM) size the pool as vLLM does (core/vllm_pool.py), and a
+batch fits when its sequences' KV blocks fit in the pool."""
 
 from __future__ import annotations
 
@@ -9,14 +13,34 @@ from numpy.typing import ArrayLike, NDArray
 
 from infersize.core import memory as mem
 from infersize.core.arrays import BoolArray, FloatArray, floats
-from infersize.core.deployment import DeploymentNumbers
+from infersize.core.deployment import DeploymentNumbers, SideNumbers
 from infersize.core.engines import Engine
+from infersize.core.memory import KvLayout
+from infersize.core.vllm_pool import (
+    PoolSide,
+    Profile,
+    activation_peak,
+    capture_sizes,
+    cuda_graph_bytes,
+    pool_capacity,
+)
+
+
+@dataclass(frozen=True)
+class PoolMemory:
+    """vLLM's pool per GPU, what it holds, and the non-KV parts subtracted before it."""
+
+    kv_pool: FloatArray
+    kv_pool_tokens: FloatArray  # as vLLM logs "GPU KV cache size"
+    max_concurrent_sequences: FloatArray  # as vLLM logs "Maximum concurrency"
+    activation_peak: FloatArray
+    non_torch: FloatArray
+    cuda_graphs: FloatArray  # subtracted before the pool from vLLM 0.20 on; else 0
 
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes per GPU (rank 0 holds the target shard and the whole draft). Arrays broadcast over
-    the inputs of deployment_memory."""
+    """Bytes per GPU. Arrays broadcast over the inputs of deployment_memory."""
 
     target_weights: FloatArray
     target_kv: FloatArray
@@ -24,12 +48,11 @@ class Memory:
     draft_weights: FloatArray
     draft_kv: FloatArray
     draft_workspace: FloatArray
-    overhead: FloatArray
+    overhead: FloatArray  # plain: runtime overhead; pools: non-torch memory and CUDA graphs
     combined: FloatArray
     budget: FloatArray  # what the engine may use: the device memory, or U · memory for vLLM
     device: FloatArray  # the device memory (utilization is of it)
-    kv_pool: FloatArray | None  # vLLM: the KV pool per GPU after weights and activations
-    max_concurrent_sequences: FloatArray | None
+    pool: PoolMemory | None = None  # engines with a KV pool
 
     @property
     def share(self) -> FloatArray:
@@ -48,6 +71,96 @@ class Memory:
         return mem.verdict(self.share)
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What a memory rule returns: KV and workspace per model, overhead, budget, the pool."""
+
+    target_kv: FloatArray
+    target_workspace: FloatArray
+    draft_kv: FloatArray
+    draft_workspace: FloatArray
+    overhead: FloatArray
+    budget: FloatArray
+    pool: PoolMemory | None
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The grid inputs, as floats, and the tokens each sequence keeps (context + K)."""
+
+    batch: FloatArray
+    spec_k: FloatArray
+    tokens: FloatArray
+
+
+def _plain(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
+    target, draft, bat, spec_k = dep.target, dep.draft, cells.batch, cells.spec_k
+    t_kv = mem.kv_cache_bytes(target.kv, cells.tokens, bat)
+    t_ws = mem.workspace_bytes(
+        target.vocab_size, target.activation_bytes_per_token, bat, spec_k + 1, bat * (spec_k + 1)
+    )
+    d_kv = d_ws = np.zeros_like(t_kv)
+    if draft is not None:
+        d_kv = mem.kv_cache_bytes(draft.kv, cells.tokens, bat)
+        d_ws = mem.workspace_bytes(
+            draft.vocab_size, draft.activation_bytes_per_token, bat, spec_k, bat
+        )
+    overhead = mem.overhead_bytes(engine, target.tp)
+    return _Parts(t_kv, floats(t_ws), d_kv, floats(d_ws), overhead, usable, None)
+
+
+def _pool_side(side: SideNumbers) -> PoolSide:
+    return PoolSide(
+        side.activation_bytes_per_token, side.vocab_size, side.cost.layers, side.moe, side.kv,
+        side.hidden_size, side.encoder_bytes_per_item, side.encoder_tokens_per_item,
+    )  # fmt: skip
+
+
+def _all_layers(target: KvLayout, draft: KvLayout | None) -> KvLayout:
+    """The layers that draw from the one pool: the target's and the draft's."""
+    if draft is None:
+        return target
+    return KvLayout(
+        target.full_bytes_per_token + draft.full_bytes_per_token,
+        target.window_bytes_per_token + draft.window_bytes_per_token,
+        np.maximum(target.window_tokens, draft.window_tokens),
+        target.layer_bytes_per_token,
+    )
+
+
+def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
+    """vLLM: budget = ⌈U · memory⌉; pool = budget − weights − A − N − G; a batch uses its
+    sequences' blocks of the pool (sliding windows credited as vLLM allocates them)."""
+    profile = Profile(dep.profile_tokens, dep.profile_seqs)
+    sides = [dep.target] + ([] if dep.draft is None else [dep.draft])
+    peak = floats(np.max([activation_peak(_pool_side(s), profile, engine) for s in sides], axis=0))
+    non_torch = mem.overhead_bytes(engine, dep.tp)
+    query_len = 1.0 + cells.spec_k
+    sizes = capture_sizes(dep.profile_seqs, dep.profile_tokens, query_len)
+    graphs = (
+        cuda_graph_bytes([_pool_side(s) for s in sides], sizes, engine)
+        if engine.estimates_cuda_graphs
+        else floats(0.0)
+    )
+    budget = floats(np.ceil(engine.gpu_memory_utilization * usable))
+    weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
+    pool = floats(budget - weights - peak - non_torch - graphs)
+    layout = _all_layers(dep.target.kv, None if dep.draft is None else dep.draft.kv)
+    capacity = pool_capacity(pool, layout, cells.tokens, profile, engine)
+    used = floats(cells.batch * capacity.bytes_per_sequence)
+    t_plain = mem.kv_cache_bytes(dep.target.kv, cells.tokens, 1)
+    d_plain = (
+        mem.kv_cache_bytes(dep.draft.kv, cells.tokens, 1) if dep.draft else np.zeros_like(t_plain)
+    )
+    t_share = t_plain / np.maximum(t_plain + d_plain, 1.0)
+    memory_pool = PoolMemory(
+        pool, capacity.tokens, capacity.concurrency, peak, non_torch, floats(graphs)
+    )
+    kv_target, kv_draft = floats(used * t_share), floats(used * (1 - t_share))
+    overhead = floats(non_torch + graphs)
+    return _Parts(kv_target, peak, kv_draft, np.zeros_like(used), overhead, budget, memory_pool)
+
+
 def deployment_memory(
     dep: DeploymentNumbers,
     engine: Engine,
@@ -59,48 +172,20 @@ def deployment_memory(
     """Both models keep a KV cache for the full context plus K lookahead slots per sequence;
     the workspace grows with K (fp32 logits of K+1 verified positions, K draft distributions).
     `headroom` is a share of the device kept free (counted against the budget)."""
-    ctx, bat, n_k = floats(context), floats(batch), floats(k)
-    target, draft = dep.target, dep.draft
-    spec_k = n_k if draft is not None else np.zeros_like(n_k)
-    tokens = ctx + spec_k
-    t_kv = mem.kv_cache_bytes(target.kv, tokens, bat)
-    t_ws = mem.workspace_bytes(
-        target.vocab_size, target.activation_bytes_per_token, bat, spec_k + 1, bat * (spec_k + 1)
-    )
-    t_weights = floats(target.weights_bytes)
-    d_weights = d_kv = d_ws = np.zeros_like(t_kv)
-    weights = t_weights
-    if draft is not None:
-        d_weights = floats(draft.weights_bytes)
-        weights = t_weights + d_weights
-        d_kv = mem.kv_cache_bytes(draft.kv, tokens, bat)
-        d_ws = mem.workspace_bytes(
-            draft.vocab_size, draft.activation_bytes_per_token, bat, spec_k, bat
-        )
-    overhead = mem.overhead_bytes(engine, target.tp)
+    bat, n_k = floats(batch), floats(k)
+    spec_k = n_k if dep.draft is not None else np.zeros_like(n_k)
+    cells = _Cells(bat, spec_k, floats(context) + spec_k)
     device = floats(dep.memory_bytes)
-    usable = device * (1.0 - headroom) if headroom else device
-    pool = concurrency = None
-    if engine.pools_kv:
-        t_ws = np.maximum(
-            t_ws,
-            mem.vllm_profile_bytes(target.vocab_size, target.activation_bytes_per_token, engine),
-        )
-        if draft is not None:
-            d_ws = np.maximum(
-                d_ws,
-                mem.vllm_profile_bytes(draft.vocab_size, draft.activation_bytes_per_token, engine),
-            )
-        budget = engine.gpu_memory_utilization * usable
-        pool = floats(budget - weights - t_ws - d_ws - overhead)
-        per_seq = mem.kv_cache_bytes(target.kv, tokens, 1)
-        if draft is not None:
-            per_seq = per_seq + mem.kv_cache_bytes(draft.kv, tokens, 1)
-        concurrency = floats(np.maximum(pool, 0.0) / per_seq)
-    else:
-        budget = usable
-    combined = floats(weights + t_kv + t_ws + d_kv + d_ws + overhead)
+    usable = floats(device * (1.0 - headroom)) if headroom else device
+    rule = _pooled if engine.pools_kv else _plain
+    p = rule(dep, engine, cells, usable)
+    t_weights = floats(dep.target.weights_bytes)
+    d_weights = floats(0.0 if dep.draft is None else dep.draft.weights_bytes)
+    combined = floats(
+        t_weights + d_weights + p.target_kv + p.target_workspace + p.draft_kv
+        + p.draft_workspace + p.overhead
+    )  # fmt: skip
     return Memory(
-        t_weights, t_kv, floats(t_ws), d_weights, d_kv, floats(d_ws), overhead, combined,
-        floats(budget), device, pool, concurrency,
+        t_weights, p.target_kv, p.target_workspace, d_weights, p.draft_kv, p.draft_workspace,
+        p.overhead, combined, p.budget, device, p.pool,
     )  # fmt: skip

@@ -1,7 +1,8 @@
 """Roofline step time of one forward pass of a model on a GPU.
 
 t(B, n, L) = bytes / (bandwidth · mbu) + flops / (peak · mfu) + fixed cost + all-reduce
-  bytes  = weights streamed once per step + the KV cache read for the context, B · kv(L)
+  bytes  = weights streamed once per step (at mbu of the bandwidth) + the KV cache read for
+           the context, B · kv(L) (at kv_mbu: attention kernels stream it closer to the peak)
   flops  = 2 · active params · B · n + attention 4 · layers · q_heads · head_dim · L · B · n
   fixed  = step overhead + layers · per-layer overhead (launches: what makes tiny drafts slow)
   TP     = 2 all-reduces per layer of B · n · hidden activations over the interconnect (ring)
@@ -111,11 +112,11 @@ def step_time_s(
     context_f = floats(context)
     # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
     touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
-    bytes_moved = (
-        cost.dense_bytes + cost.expert_bytes * touched + kv_cache_bytes(cost.kv, context_f, batch_f)
-    )
+    weight_bytes = cost.dense_bytes + cost.expert_bytes * touched
+    kv_bytes = kv_cache_bytes(cost.kv, context_f, batch_f)
     flops = tokens * (cost.flops_per_token + cost.attn_flops_per_token_ctx * context_f)
-    t_memory = bytes_moved / (cost.bandwidth_bytes_per_s * engine.mbu)
+    kv_mbu = engine.kv_mbu or engine.mbu
+    t_memory = (weight_bytes / engine.mbu + kv_bytes / kv_mbu) / cost.bandwidth_bytes_per_s
     t_compute = flops / (cost.peak_flops * engine.mfu)
     t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
     tp = floats(cost.tp)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from infersize.catalog.records import ComponentBytes, KvDtype, Model, WeightFormat
+from infersize.catalog.records import ComponentBytes, KvDtype, Model, VisionTower, WeightFormat
 from infersize.core.arrays import BoolArray, FloatArray, Num, floats
 from infersize.core.engines import Engine
 from infersize.core.params import ParamCounts
@@ -67,6 +67,7 @@ class KvLayout:
     full_bytes_per_token: Num  # summed over full-attention layers
     window_bytes_per_token: Num  # summed over sliding-window layers
     window_tokens: Num  # sliding window length (0 when none)
+    layer_bytes_per_token: Num  # one layer's page per token (vLLM groups layers by it)
 
     @property
     def bytes_per_token(self) -> Num:
@@ -79,19 +80,21 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
     With tensor parallel each rank holds kv_heads / tp heads, at least one (a head replicates
     when there are fewer KV heads than ranks, as in vLLM)."""
     if (mla := model.mla) is not None:  # DeepSeek-V2 §2.1.2: one latent, not split by TP
-        latent = mla.kv_lora_rank + mla.qk_rope_head_dim
-        return KvLayout(latent * kv.bytes_per_element * model.num_hidden_layers, 0.0, 0)
+        per_layer = (mla.kv_lora_rank + mla.qk_rope_head_dim) * kv.bytes_per_element
+        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)
     kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
     per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
     if model.sliding_window is None:
-        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0)
+        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)
     window_layers = (
         model.num_hidden_layers
         if model.sliding_window_layers is None
         else model.sliding_window_layers
     )
     full_layers = model.num_hidden_layers - window_layers
-    return KvLayout(per_layer * full_layers, per_layer * window_layers, model.sliding_window)
+    return KvLayout(
+        per_layer * full_layers, per_layer * window_layers, model.sliding_window, per_layer
+    )
 
 
 def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> FloatArray:
@@ -118,6 +121,16 @@ def activation_bytes_per_token(model: Model, tp: int = 1) -> float:
     return (2 * model.hidden_size + (qkv + 2 * mlp_i) / tp) * ACTIVATION_BYTES
 
 
+def encoder_bytes_per_item(vision: VisionTower | None, tp: int = 1) -> float:
+    """Live activations of the vision tower for one image, the same shape as a decoder layer:
+    residual and normed hidden state, q/k/v (three full heads' width) and the MLP's two
+    intermediate outputs, per patch; the matrices split over tensor parallel ranks."""
+    if vision is None:
+        return 0.0
+    h, i = vision.hidden_size, vision.intermediate_size
+    return vision.patches_per_item * (2 * h + (3 * h + 2 * i) / tp) * ACTIVATION_BYTES
+
+
 def workspace_bytes(
     vocab_size: ArrayLike,
     activation_bytes_per_token: ArrayLike,
@@ -137,17 +150,6 @@ def overhead_bytes(engine: Engine, tp: ArrayLike = 1) -> FloatArray:
     """Runtime overhead of the one process that serves both models, per GPU."""
     extra = np.where(floats(tp) > 1, engine.tp_overhead_gib, 0.0)
     return floats(np.round((engine.overhead_gib + extra) * GIB))
-
-
-def vllm_profile_bytes(
-    vocab_size: ArrayLike, activation_bytes_per_token: ArrayLike, engine: Engine
-) -> FloatArray:
-    """Activation peak of vLLM's profiling forward pass: max_num_batched_tokens tokens through
-    the model plus the sampler's fp32 logits for max_num_seqs sequences (vLLM V1 gpu_worker)."""
-    return floats(
-        engine.max_num_batched_tokens * floats(activation_bytes_per_token)
-        + engine.max_num_seqs * floats(vocab_size) * LOGIT_BYTES
-    )
 
 
 def verdict(share: ArrayLike) -> NDArray[np.str_]:

@@ -11,6 +11,7 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
   norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
 parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
+Speculator heads (EAGLE) take the embedding and output head from the target and count neither.
 Counts equal the published totals exactly (tests/test_params.py).
 """
 
@@ -106,9 +107,10 @@ def param_counts(model: Model) -> ParamCounts:
     norms = model.norms_per_layer * h
     layers = model.num_hidden_layers
     vocab_matrix = model.vocab_size * h
+    own_lm_head = not (model.tie_word_embeddings or model.lm_head_from_target)
     return ParamCounts(
-        embedding=vocab_matrix,
-        lm_head=0 if model.tie_word_embeddings else vocab_matrix,
+        embedding=0 if model.embedding_from_target else vocab_matrix,
+        lm_head=vocab_matrix if own_lm_head else 0,
         attention=layers * attention,
         mlp=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_total,
         mlp_active=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_active,
@@ -116,6 +118,6 @@ def param_counts(model: Model) -> ParamCounts:
         small=layers * (norms + attention_small)
         + mlp.dense_layers * mlp_bias
         + mlp.moe_layers * mlp.small
-        + h  # final norm
+        + (h if model.final_norm else 0)
         + model.extra_params,
     )

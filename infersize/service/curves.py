@@ -10,7 +10,6 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
-from infersize.core.engines import get_engine
 from infersize.core.evaluate import MAX_K, Workload, evaluate
 from infersize.core.limits import BATCH_LADDER, crossover_batch
 from infersize.core.speculative import optimal_k_leviathan
@@ -18,7 +17,7 @@ from infersize.core.speedup import StepTimes, get_speedup_model
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import resolve_alpha
 from infersize.service.resolve import Deployment, resolve_deployment
-from infersize.service.spec import SpecRequest, validate_request
+from infersize.service.spec import SpecRequest, engine_for, validate_request
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class BatchCurve:
 
 def speedup_vs_batch(req: SpecRequest, catalog: Catalog) -> BatchCurve:
     validate_request(req)
-    engine = get_engine(req.engine, req.gpu_memory_utilization, req.overhead_gib)
+    engine = engine_for(req)
     dep = resolve_deployment(req.deployment, catalog, engine)
     if dep.draft is None:
         raise ValueRangeError("draft", "is needed for a speedup curve")

@@ -21,7 +21,8 @@ from infersize.core.engines import Engine
 
 @dataclass(frozen=True)
 class DeploymentRequest:
-    """A deployment by name. The draft runs unsplit on rank 0 (vLLM draft_tensor_parallel 1)."""
+    """A deployment by name. The draft runs at the target's tensor parallelism under engines
+    that do so (vLLM V1), else unsplit on the first GPU."""
 
     target: str
     gpu: str
@@ -90,10 +91,11 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
     sides = {"target": (target.fmt.id, t_support)}
     draft = None
     if req.draft is not None:
+        draft_tp = req.tp if engine.draft_shares_tp else 1  # vLLM V1: the target's TP
         draft, d_support = resolve_side(
-            req.draft, req.draft_quant, catalog, kv_dtype, gpu, 1, family
+            req.draft, req.draft_quant, catalog, kv_dtype, gpu, draft_tp, family
         )
-        check_pair(target.model, draft.model, req.allow_cross_tokenizer)
         sides["draft"] = (draft.fmt.id, d_support)
-    numbers = deployment_numbers(target, draft, gpu, req.price_usd_per_hour)
+    check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)
+    numbers = deployment_numbers(target, draft, gpu, req.price_usd_per_hour, engine)
     return Deployment(target, draft, gpu, kv_dtype, engine, numbers, combined_support(sides))

@@ -12,7 +12,7 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
-from infersize.core.engines import get_engine
+from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.speedup import get_speedup_model
@@ -39,6 +39,9 @@ class SpecRequest:
     engine: str = "plain"
     gpu_memory_utilization: float | None = None
     overhead_gib: float | None = None
+    max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
+    max_num_seqs: int | None = None
+    vllm_sampler: str | None = None  # None: the engine preset's
 
 
 def _finite(name: str, value: float) -> None:
@@ -109,16 +112,22 @@ def _number(value: FloatArray | float) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _pool_fields(req: SpecRequest, dep: Deployment, at_k: Point) -> dict[str, Any]:
-    memory = at_k.memory
-    if memory.kv_pool is None or memory.max_concurrent_sequences is None:
+def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
+    pool = at_k.memory.pool
+    if pool is None:
         return {}
-    concurrency = float(memory.max_concurrent_sequences)
     return {
         "gpu_memory_utilization": dep.engine.gpu_memory_utilization,
-        "kv_pool_bytes": int(memory.kv_pool),
-        "kv_pool_tokens": int(concurrency * req.context_length),
-        "max_concurrent_sequences": concurrency,
+        "vllm_release": dep.engine.vllm_release,
+        "kv_pool_bytes": int(pool.kv_pool),
+        "kv_pool_tokens": int(pool.kv_pool_tokens),
+        "max_concurrent_sequences": float(pool.max_concurrent_sequences),
+        "activation_peak_bytes": int(pool.activation_peak),
+        "non_torch_bytes": int(pool.non_torch),
+        "cuda_graph_bytes": int(pool.cuda_graphs),
+        "max_num_batched_tokens": int(dep.numbers.profile_tokens),
+        "max_num_seqs": int(dep.numbers.profile_seqs),
+        "vllm_sampler": dep.engine.sampler,
     }
 
 
@@ -157,6 +166,17 @@ def _memory_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
 
 
+def engine_for(req: SpecRequest) -> Engine:
+    return get_engine(
+        req.engine,
+        req.gpu_memory_utilization,
+        req.overhead_gib,
+        req.max_num_batched_tokens,
+        req.max_num_seqs,
+        req.vllm_sampler,
+    )
+
+
 def default_speedup_model(latency_ratio: float | None) -> str:
     """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
     prices verification at the batch asked."""
@@ -165,7 +185,7 @@ def default_speedup_model(latency_ratio: float | None) -> str:
 
 def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     validate_request(req)
-    engine = get_engine(req.engine, req.gpu_memory_utilization, req.overhead_gib)
+    engine = engine_for(req)
     model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
     alpha, acceptance = resolve_alpha(req.acceptance_rate, dep, catalog)
@@ -184,7 +204,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     price = float(dep.numbers.price_usd_per_hour)
     result = SpecResult(
         **memory,
-        **_pool_fields(req, dep, at_k),
+        **_pool_fields(dep, at_k),
         context_length=req.context_length,
         batch_size=req.batch_size,
         kv_dtype=dep.kv_dtype.id,

@@ -28,7 +28,11 @@ def spec_notes(
 ) -> tuple[str, ...]:
     notes = _alias_note(req, catalog, dep)
     for side in (dep.target, dep.draft):
-        if side and context_length > side.model.max_position_embeddings:
+        if (
+            side
+            and not side.model.is_speculator_head  # positions come from the target
+            and context_length > side.model.max_position_embeddings
+        ):
             notes.append(
                 f"context {context_length} exceeds {side.model.id}'s "
                 f"max_position_embeddings ({side.model.max_position_embeddings})"

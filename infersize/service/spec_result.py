@@ -64,9 +64,16 @@ class SpecResult:
     support: str  # native, weight-only (dequantising kernels, priced) or unsupported
     support_reason: str | None  # why, unless native
     gpu_memory_utilization: float | None = None  # vllm: the pool's share of the device
-    kv_pool_bytes: int | None = None  # vllm: per GPU, as vLLM logs it
-    kv_pool_tokens: int | None = None
-    max_concurrent_sequences: float | None = None
+    vllm_release: str | None = None  # vllm: the release whose rules sized the pool
+    kv_pool_bytes: int | None = None  # vllm: per GPU, "Available KV cache memory"
+    kv_pool_tokens: int | None = None  # vllm: "GPU KV cache size: N tokens"
+    max_concurrent_sequences: float | None = None  # vllm: "Maximum concurrency" at the context
+    activation_peak_bytes: int | None = None  # vllm: the profiling forward pass's peak
+    non_torch_bytes: int | None = None
+    cuda_graph_bytes: int | None = None  # subtracted before the pool (vLLM 0.20+)
+    max_num_batched_tokens: int | None = None  # vllm: the profiling pass's size
+    max_num_seqs: int | None = None
+    vllm_sampler: str | None = None  # vllm: the sampler its profiling pass ran
     context_length: int
     batch_size: int
     kv_dtype: str

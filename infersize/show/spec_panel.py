@@ -82,7 +82,14 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
 def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     scale, label = UNITS[units]
     per_gpu = " per GPU" if r.gpu.count > 1 else ""
-    table = Table(title=f"Memory ({label}{per_gpu})", box=box.SIMPLE_HEAD, title_justify="left")
+    pooled = r.kv_pool_bytes is not None
+    title = f"Memory ({label}{per_gpu})"
+    if pooled:
+        title = (
+            f"Memory ({label} per GPU; vLLM {r.vllm_release} rules, "
+            f"{r.gpu_memory_utilization:g} of the device)"
+        )
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("")
     table.add_column("target", justify="right")
     table.add_column("draft", justify="right")
@@ -91,32 +98,51 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     def cell(side: SideResult | None, value: int) -> str:
         return f"{value / scale:.2f}" if side else "-"
 
+    def one(value: int | None) -> tuple[str, str]:
+        return "", f"{(value or 0) / scale:.2f}"
+
     t, dr = r.target, r.draft
     table.add_row("weights", cell(t, t.weights_bytes), cell(dr, dr.weights_bytes if dr else 0))
     table.add_row(
-        f"KV cache ({r.kv_dtype}, {tokens} tokens × {r.batch_size})",
+        f"KV cache{' in the pool' if pooled else ''} ({r.kv_dtype}, {tokens} tokens × "
+        f"{r.batch_size})",
         cell(t, t.kv_cache_bytes),
         cell(dr, dr.kv_cache_bytes if dr else 0),
     )
-    table.add_row(
-        "workspace (logits, activations)",
-        cell(t, t.workspace_bytes),
-        cell(dr, dr.workspace_bytes if dr else 0),
-    )
-    table.add_row(
-        f"runtime overhead ({r.engine}, one process)", "", f"{r.overhead_bytes / scale:.2f}"
-    )
+    if pooled:
+        table.add_row(
+            f"activation peak (profiling {r.max_num_batched_tokens} tokens, "
+            f"{r.max_num_seqs} sequences)",
+            *one(r.activation_peak_bytes),
+        )
+        table.add_row("non-torch memory", *one(r.non_torch_bytes))
+        table.add_row("CUDA graphs (estimated before the pool)", *one(r.cuda_graph_bytes))
+    else:
+        table.add_row(
+            "workspace (logits, activations)",
+            cell(t, t.workspace_bytes),
+            cell(dr, dr.workspace_bytes if dr else 0),
+        )
+        table.add_row(f"runtime overhead ({r.engine}, one process)", *one(r.overhead_bytes))
     table.add_row("combined", "", f"{r.combined_bytes / scale:.2f}", style="bold")
     console.print(table)
-    if r.kv_pool_bytes is not None:
-        _next(
-            console,
-            "vLLM KV pool",
-            f"{_size(r.kv_pool_bytes, units)} per GPU at "
-            f"gpu_memory_utilization {r.gpu_memory_utilization:g}: "
-            f"{r.kv_pool_tokens:,} tokens, {r.max_concurrent_sequences:.1f}x concurrency "
-            f"at {r.context_length} tokens",
-        )
+    if pooled:
+        _render_pool(console, r, units)
+
+
+def _render_pool(console: Console, r: SpecResult, units: str) -> None:
+    """The two lines vLLM logs at start-up, as it logs them."""
+    layers = "target and draft layers, one pool" if r.draft else "one pool"
+    _next(
+        console,
+        "GPU KV cache size",
+        f"{r.kv_pool_tokens:,} tokens ({_size(r.kv_pool_bytes or 0, units)} per GPU; {layers})",
+    )
+    _next(
+        console,
+        "Maximum concurrency",
+        f"{r.max_concurrent_sequences:.2f}x for {r.context_length:,} tokens per request",
+    )
 
 
 def _render_speculation(console: Console, r: SpecResult) -> None:

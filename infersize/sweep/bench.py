@@ -91,7 +91,7 @@ def run_loop(plan: Plan, max_cells: int) -> tuple[int, float]:
         draft = prepare_side(
             catalog.model(s.draft), catalog.weight_format(s.draft_quant), kv, gpu, 1
         )
-        dep = deployment_numbers(target, draft, gpu)
+        dep = deployment_numbers(target, draft, gpu, engine=engine)
         for c in plan.contexts:
             for b in plan.batches:
                 for a in plan.alphas:

@@ -77,7 +77,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("utilization", "float", "share", "combined / GPU memory"),
     Column("fits", "bool", "", "within the engine's budget (always true in these tables)"),
     Column("verdict", "str", "", "safe (≤ 90% of the budget) or tight (≤ 100%)"),
-    Column("kv_pool_gib", "float", GIB, "vLLM: the KV pool left after weights and activations"),
+    Column(
+        "kv_pool_gib",
+        "float",
+        GIB,
+        "vLLM: the KV pool after weights, activations, non-torch memory and CUDA graphs",
+    ),
+    Column("kv_pool_tokens", "int", "tokens", "vLLM: 'GPU KV cache size', as vLLM logs it"),
     Column(
         "max_concurrent_sequences",
         "float",

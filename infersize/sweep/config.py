@@ -105,6 +105,9 @@ class SweepConfig(_Strict):
     engine: str = "plain"  # a key of the engine registry
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     overhead_gib: float | None = Field(default=None, ge=0)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)  # vllm engines
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 24)
+    vllm_sampler: Literal["triton", "pytorch", "flashinfer"] | None = None
     memory_headroom: float = Field(default=0.0, ge=0, lt=1)
     allow_cross_tokenizer: bool = False
     max_cells: int = Field(default=100_000_000, ge=1)

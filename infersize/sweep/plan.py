@@ -62,6 +62,9 @@ class Scoring:
     engine: str = "plain"
     gpu_memory_utilization: float | None = None
     overhead_gib: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    vllm_sampler: str | None = None
     memory_headroom: float = 0.0
     catalog_files: tuple[str, ...] = ()
 
@@ -326,6 +329,9 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         cfg.engine,
         cfg.gpu_memory_utilization,
         cfg.overhead_gib,
+        cfg.max_num_batched_tokens,
+        cfg.max_num_seqs,
+        cfg.vllm_sampler,
         cfg.memory_headroom,
         tuple(catalog_files),
     )

@@ -47,7 +47,7 @@ class Scored:
     cells: dict[str, FloatArray] | None  # per (setting, context, batch, scenario, K), when asked
 
 
-def _numbers(task: ChunkTask, catalog: Catalog, family: str) -> list[DeploymentNumbers]:
+def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[DeploymentNumbers]:
     """Each setting's deployment numbers (sides shared between settings resolved once)."""
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
@@ -55,16 +55,23 @@ def _numbers(task: ChunkTask, catalog: Catalog, family: str) -> list[DeploymentN
         key = (model, quant, kv, gpu, tp)
         if key not in cache:
             cache[key] = resolve_side(
-                model, quant, catalog, catalog.kv_dtype(kv), catalog.gpu(gpu), tp, family
+                model,
+                quant,
+                catalog,
+                catalog.kv_dtype(kv),
+                catalog.gpu(gpu),
+                tp,
+                engine.support_family,
             )[0]
         return cache[key]
 
     return [
         deployment_numbers(
             side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp),
-            side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, 1),
+            side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, s.tp if engine.draft_shares_tp else 1),
             catalog.gpu(s.gpu),
             s.price_usd_per_hour,
+            engine,
         )
         for s in task.settings
     ]
@@ -119,16 +126,22 @@ def _columns(
         "crossover_batch_size": crossover_batch(dep, engine, context, alpha, floats(best.k)),
         # vLLM-style engines: the KV pool per GPU left after weights and activations, and how
         # many sequences of this context it holds at once (null for the plain engine)
-        "kv_pool_gib": full(None if mem.kv_pool is None else mem.kv_pool / GIB),
-        "max_concurrent_sequences": full(mem.max_concurrent_sequences),
+        "kv_pool_gib": full(None if mem.pool is None else mem.pool.kv_pool / GIB),
+        "kv_pool_tokens": full(None if mem.pool is None else mem.pool.kv_pool_tokens),
+        "max_concurrent_sequences": full(
+            None if mem.pool is None else mem.pool.max_concurrent_sequences
+        ),
     }
 
 
 def score(task: ChunkTask) -> Scored:
     how = task.scoring
     catalog = load_catalog(tuple(task.scoring.catalog_files))
-    engine = get_engine(how.engine, how.gpu_memory_utilization, how.overhead_gib)
-    dep = stack(_numbers(task, catalog, engine.support_family), ndim=GRID_NDIM)  # (S, 1, 1, 1)
+    engine = get_engine(
+        how.engine, how.gpu_memory_utilization, how.overhead_gib, how.max_num_batched_tokens,
+        how.max_num_seqs, how.vllm_sampler,
+    )  # fmt: skip
+    dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
     context, batch, alpha = _grid(task)
     work = Workload(context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom)
     ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)

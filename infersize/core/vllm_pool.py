@@ -1,0 +1,160 @@
+"""vLLM V1's KV cache pool: how much memory it gets, and how many tokens and sequences it holds.
+
+Rules read from vLLM's source (vllm-project/vllm, release 0.33.0 unless the engine preset says
+otherwise; docs/modelling.md cites each function):
+  pool P per GPU = ceil(total · gpu_memory_utilization) − W − A − N − G
+    W  weights on the GPU: target and draft (V1 runs the draft at the target's TP), vision tower
+    A  activation peak of the profile run (gpu_worker.determine_available_memory,
+       gpu_model_runner.profile_run): the largest of the vision encoder on its largest images,
+       max_num_batched_tokens tokens through the model, the sampler on max_num_seqs rows
+    N  non-torch memory that appears after the start-up snapshot (cuBLAS workspaces, lazily
+       created buffers; more under tensor parallel, custom all-reduce's IPC buffers)
+    G  the CUDA graph estimate, subtracted before sizing from vLLM 0.21 on
+       (gpu_model_runner.profile_cudagraph_memory); before that, graphs come on top
+  Blocks of 16 tokens; every layer of both models draws from the one pool. Sliding-window
+  layers form their own groups (the hybrid allocator, vllm/v1/core/kv_cache_utils.py): a block holds
+  one page of `group_size` layers, and a request needs, per sliding group, only the blocks of
+  its window plus the tokens of one scheduling step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import FloatArray, Num, floats
+from infersize.core.engines import SAMPLER_BYTES_PER_LOGIT, Engine
+from infersize.core.memory import ACTIVATION_BYTES, GIB, KvLayout
+
+BLOCK_TOKENS = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The profiling forward pass vLLM sizes the pool after."""
+
+    batched_tokens: Num  # max_num_batched_tokens
+    seqs: Num  # max_num_seqs
+
+
+def default_profile(engine: Engine, memory_bytes: float, gpu_name: str) -> Profile:
+    """vLLM's defaults for `vllm serve` (EngineArgs.get_batch_defaults): 16384 tokens and 1024
+    sequences on GPUs of 160 GiB or more, 8192 and 1024 on other GPUs of 70 GiB or more that
+    are not A100s, else 2048 and 256; the engine preset (or the user) may set them."""
+    gib = memory_bytes / GIB
+    if gib >= engine.large_gpu_gib:
+        tokens, seqs = 16384, 1024
+    elif gib >= 70 and "a100" not in gpu_name.lower():
+        tokens, seqs = 8192, 1024
+    else:
+        tokens, seqs = 2048, 256
+    return Profile(engine.max_num_batched_tokens or tokens, engine.max_num_seqs or seqs)
+
+
+@dataclass(frozen=True)
+class PoolSide:
+    """What the pool rules read of one model on one GPU."""
+
+    activation_bytes_per_token: Num
+    vocab_size: Num
+    layers: Num
+    moe: Num  # 1.0 for mixture-of-experts models (their graphs hold more kernels)
+    kv: KvLayout
+    hidden_size: Num = 0.0
+    encoder_bytes_per_item: Num = 0.0
+    encoder_tokens_per_item: Num = 0.0
+
+
+def activation_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
+    """A: the largest of the three passes vLLM's profile_run makes one after the other:
+    the vision encoder on as many largest images as its budget holds (their outputs stay cached),
+    the decoder forward over max_num_batched_tokens tokens, and the sampler on
+    min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits."""
+    tokens = floats(profile.batched_tokens)
+    per_item = floats(side.encoder_tokens_per_item)
+    has_encoder = per_item > 0
+    safe = np.maximum(per_item, 1.0)
+    items = np.where(has_encoder, np.floor(np.maximum(tokens, safe) / safe), 0.0)
+    encoder = items * side.encoder_bytes_per_item
+    cached = items * per_item * side.hidden_size * ACTIVATION_BYTES
+    forward = engine.activation_factor * tokens * side.activation_bytes_per_token + cached
+    rows = np.minimum(floats(profile.seqs), tokens)
+    sampler = SAMPLER_BYTES_PER_LOGIT[engine.sampler] * rows * side.vocab_size
+    return floats(np.maximum(np.maximum(forward, sampler), encoder))
+
+
+def capture_sizes(seqs: ArrayLike, tokens: ArrayLike, query_len: ArrayLike) -> FloatArray:
+    """How many batch sizes vLLM captures CUDA graphs for (VllmConfig._set_cudagraph_sizes):
+    1, 2, 4, multiples of 8 below 256, multiples of 16 from 256, up to
+    min(2 · max_num_seqs · query_len, 512, max_num_batched_tokens); query_len is 1 + K with
+    speculative decoding."""
+    top = np.minimum(np.minimum(2 * floats(seqs) * floats(query_len), 512.0), floats(tokens))
+    small = (top >= 1).astype(float) + (top >= 2) + (top >= 4)
+    eights = np.clip(np.floor(top / 8), 0, 31)
+    sixteens = np.where(top >= 256, np.floor((top - 256) / 16) + 1, 0.0)
+    return floats(small + eights + sixteens)
+
+
+def cuda_graph_bytes(sides: list[PoolSide], sizes: ArrayLike, engine: Engine) -> FloatArray:
+    """G: every captured batch size holds graphs for every layer of both models; per layer and
+    size they take engine.graph_bytes_per_layer (more for MoE layers)."""
+    per_size = sum(
+        (
+            side.layers * engine.graph_bytes_per_layer * (1.0 + engine.graph_moe_extra * side.moe)
+            for side in sides
+        ),
+        floats(0.0),
+    )
+    return floats(floats(sizes) * per_size)
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    tokens: FloatArray  # what vLLM logs as "GPU KV cache size: N tokens"
+    concurrency: FloatArray  # "Maximum concurrency for L tokens per request: X x"
+    bytes_per_sequence: FloatArray  # the pool one sequence of `context` tokens occupies
+
+
+def _groups(
+    layers: FloatArray, window_layers: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(group size in layers, full groups, sliding groups) of the hybrid allocator: layers of
+    one kind are bucketed, the group size is the smaller bucket (the larger when it is under
+    1.5 times the smaller, vLLM 0.18+), and each bucket splits into ceil(n / size) groups."""
+    full = layers - window_layers
+    small, large = np.minimum(full, window_layers), np.maximum(full, window_layers)
+    hybrid = small > 0
+    size = np.where(hybrid, np.where(large < 1.5 * small, large, small), layers)
+    safe = np.maximum(size, 1.0)
+    full_groups = np.where(hybrid, np.ceil(full / safe), np.where(window_layers > 0, 0.0, 1.0))
+    window_groups = np.where(
+        hybrid, np.ceil(window_layers / safe), np.where(window_layers > 0, 1.0, 0.0)
+    )
+    return floats(size), floats(full_groups), floats(window_groups)
+
+
+def pool_capacity(
+    pool: ArrayLike, kv: KvLayout, context: ArrayLike, profile: Profile, engine: Engine
+) -> PoolCapacity:
+    """Tokens and sequences the pool holds, as vLLM counts them. `kv` is the per-GPU layout of
+    all layers that draw from the pool (target and draft, summed)."""
+    page = np.maximum(floats(kv.layer_bytes_per_token), 1e-9)  # one layer, one token
+    layers = floats((kv.full_bytes_per_token + kv.window_bytes_per_token) / page)
+    window_layers = floats(kv.window_bytes_per_token / page)
+    size, full_groups, window_groups = _groups(layers, window_layers)
+    block_bytes = size * page * BLOCK_TOKENS
+    blocks = np.floor(np.maximum(floats(pool), 0.0) / block_bytes)
+    ctx = floats(context)
+    in_flight = floats(profile.batched_tokens) * engine.steps_in_flight
+    window_blocks = (
+        np.ceil(np.minimum(floats(kv.window_tokens) - 1 + in_flight, ctx) / BLOCK_TOKENS) + 1
+    )
+    per_request = full_groups * np.ceil(ctx / BLOCK_TOKENS) + window_groups * window_blocks
+    concurrency = blocks / per_request
+    if engine.credits_windows_in_tokens:  # vLLM 0.21+: get_kv_cache_capacity
+        tokens = np.floor(concurrency * ctx)
+    else:  # before: num_blocks // num_groups · block_size
+        tokens = np.floor(blocks / (full_groups + window_groups)) * BLOCK_TOKENS
+    return PoolCapacity(floats(tokens), floats(concurrency), floats(per_request * block_bytes))
