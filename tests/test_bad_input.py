@@ -102,7 +102,7 @@ OTHER = [
     (["sweep", "validate", "{tmp}/bigk.yaml"], "K must be at most 256"),
     (["sweep", "validate", "{tmp}/huge.yaml"], "over the limit of 100,000,000"),
     (["sweep", "validate", "{tmp}/toolong.yaml"], "range has more than 100,000 values"),
-    (["sweep", "run", "{tmp}/good.yaml", "--out", "{tmp}/file.txt/out"], "cannot write there"),
+    (["sweep", "run", "{tmp}/good.yaml", "--out", "{tmp}/file.txt/out"], "cannot create it (Not a directory)"),
     (["sweep", "run", "{tmp}/good.yaml", "--jobs", "0"], "--jobs must be at least 1"),
     (["sweep", "run", "{tmp}/good.yaml", "--backend", "spark"], "--backend must be loky or dask"),
     (["best", "{tmp}/nowhere"], "no best_pairs.parquet there"),

@@ -123,10 +123,12 @@ def test_verification_cost_ratio(model, gpu_name, k, log_batch, context):
         side.numbers.cost, engine, batches, 1, context
     )
     # batch 1: verifying K+1 tokens costs about one decode step. Each extra token adds its
-    # matmul time (MagicDec's fitted H100 model: 21 us a token on a 5.9 ms step), so up to
-    # K+1 = 17 tokens the step grows by at most 15 %; at long contexts attention over the
-    # context adds more per verified token, so the bound is checked up to 2k tokens
+    # matmul time (MagicDec's fitted H100 model: 21 us a token on a 5.9 ms step); on an A100,
+    # whose FLOPs per byte are the lowest here, 16 extra tokens of a 70B model at half the
+    # tensor peak add 2 · 69e9 · 16 / 156e12 = 14 ms to a 93 ms step: at most 20 %. At long
+    # contexts attention over the context adds more per verified token, so the bound is checked
+    # up to 2k tokens
     if context <= 2048:
-        assert ratio[0] <= 1.15
+        assert ratio[0] <= 1.20
     assert np.all(ratio >= 1.0)
     assert ratio[1] <= ratio[2] * (1 + 1e-9)

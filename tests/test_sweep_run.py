@@ -21,6 +21,7 @@ import pytest
 from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
+from infersize.sweep import output
 from infersize.sweep.run import run_sweep
 
 SMALL = """\
@@ -168,8 +169,9 @@ def test_jobs_1_and_2_give_byte_identical_tables(tmp_path):
 def test_resume_with_another_config_is_refused(tmp_path):
     plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
     out = tmp_path / "out"
-    (out / ".parts").mkdir(parents=True)
-    (out / ".parts" / "plan.json").write_text(json.dumps({"config_hash": "something else"}))
+    run_sweep(plan, out)
+    other = output.start(out, output.new_run_id())  # an unfinished run of another config
+    (other.work / "plan.json").write_text(json.dumps({"run_hash": "something else"}))
     with pytest.raises(Exception, match="another sweep or config; run without --resume"):
         run_sweep(plan, out, resume=True)
 
@@ -211,17 +213,21 @@ def _kill_after(tmp_path: Path, sweep: Path, out: Path, finished: int, *extra: s
     proc = _cli(
         tmp_path, "sweep", "run", str(sweep), "--out", str(out), "--jobs", "2", "-q", *extra
     )
-    markers = out / ".parts" / "done"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if markers.is_dir() and len(list(markers.glob("*.json"))) >= finished:
+        if _done_markers(out) >= finished:
             break
         time.sleep(0.002)
     assert proc.poll() is None, "the run ended before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert not (out / "manifest.json").exists()
-    return len(list(markers.glob("*.json")))
+    return _done_markers(out)
+
+
+def _done_markers(out: Path) -> int:
+    """Finished chunks of the folder's unfinished run."""
+    return len(list(out.glob(".generations/*.partial/parts/done/*.json")))
 
 
 @pytest.mark.parametrize("share", [0.0, 0.35, 0.7], ids=["first-chunk", "third", "two-thirds"])
@@ -300,17 +306,17 @@ def test_unwritable_output_folder(runner, tmp_path):
     blocker.write_text("x")
     result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(blocker / "out")])
     assert result.exit_code == 2
-    assert result.stderr == f"error: {blocker / 'out'}: cannot write there (Not a directory)\n"
+    assert result.stderr == f"error: {blocker / 'out'}: cannot create it (Not a directory)\n"
 
 
 def test_a_second_run_on_the_same_folder_is_refused(runner, tmp_path):
-    from infersize.sweep.run import output_lock
+    from infersize.sweep.output import lock
 
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SMALL.replace("SPEEDUP", "leviathan"))
     out = tmp_path / "o"
     out.mkdir()
-    with output_lock(out):
+    with lock(out):
         result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out)])
     assert result.exit_code == 2
     assert result.stderr == (

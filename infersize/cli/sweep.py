@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -78,7 +78,9 @@ def run(
             "--out", help="Output folder (default: the YAML's output.dir, else outputs/<name>)."
         ),
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 2,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Parallel workers (at most this machine's CPUs).")
+    ] = 2,
     resume: Annotated[
         bool, typer.Option("--resume", help="Finish an interrupted run in --out.")
     ] = False,
@@ -99,14 +101,12 @@ def run(
     """Score every cell of the grid and write frontier and best-pair tables."""
     _check_run_options(jobs, backend, scheduler)
     config, plan = _plan(file, max_cells)
-    out_dir = out or Path(config.output.dir or Path("outputs") / config.name)
-    from infersize.cli.best import print_best
+    out_dir = output_folder(out, config.output.dir, config.name)
     from infersize.show.terminal import console
-    from infersize.sweep.best import Filters
     from infersize.sweep.run import run_sweep
 
     err = console(stderr=True, quiet=quiet)
-    with _progress(err, len(plan.chunks), plan.total_cells) as advance:
+    with _progress(err, len(plan.chunks), plan.total_cells) as advance, _interruptible(file, out):
         manifest = run_sweep(
             plan,
             out_dir,
@@ -121,19 +121,69 @@ def run(
             command_line=shlex.join(["infersize", *sys.argv[1:]]),
         )
     if not quiet:
-        err.print(
-            f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
-            f"({manifest['cells_per_s']:,} cells/s); frontier "
-            f"{manifest['rows']['frontier']:,} rows, best_pairs "
-            f"{manifest['rows']['best_pairs']:,} rows"
-        )
-        print_best(console(), out_dir, Filters())
+        _summary(err, manifest, out_dir)
     typer.echo(str(out_dir))
 
 
+def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
+    from infersize.cli.best import print_best
+    from infersize.show.terminal import console
+    from infersize.sweep.best import Filters
+
+    err.print(
+        f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
+        f"({manifest['cells_per_s']:,} cells/s); frontier "
+        f"{manifest['rows']['frontier']:,} rows, best_pairs "
+        f"{manifest['rows']['best_pairs']:,} rows"
+    )
+    print_best(console(), out_dir, Filters())
+
+
+def output_folder(out: Path | None, configured: str | None, name: str) -> Path:
+    """--out, else the YAML's output.dir (relative to the working folder), else outputs/NAME;
+    `~` is expanded, and a sweep name never leads outside outputs/."""
+    if out is not None:
+        if str(out) in ("", "."):
+            raise InfersizeError("--out must name a folder, got the current folder")
+        return out.expanduser()
+    if configured:
+        return Path(configured).expanduser()
+    return Path("outputs") / name
+
+
+@contextmanager
+def _interruptible(file: Path, out: Path | None) -> Iterator[None]:
+    """SIGTERM ends the run like Ctrl-C: workers killed, the previous tables untouched, and one
+    line saying how to continue (exit 130)."""
+    import signal
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    except KeyboardInterrupt:
+        again = f"infersize sweep run {shlex.quote(str(file))}" + (
+            f" --out {shlex.quote(str(out))}" if out is not None else ""
+        )
+        typer.echo(f"interrupted: `{again} --resume` continues", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
+    import os
+
     if jobs < 1:
         raise InfersizeError(f"--jobs must be at least 1, got {jobs}")
+    cpus = os.cpu_count() or 1
+    if backend == "loky" and jobs > cpus:
+        raise InfersizeError(
+            f"--jobs must be at most {cpus} (this machine's CPUs; more workers only wait), "
+            f"got {jobs}"
+        )
     if backend not in ("loky", "dask"):
         raise InfersizeError(f"--backend must be loky or dask, got '{backend}'")
     if scheduler is not None and backend != "dask":

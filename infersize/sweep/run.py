@@ -1,24 +1,21 @@
 """Running a plan: chunks in parallel through joblib, each written as Parquet parts, then merged
-into the final tables by polars, all writes atomic (temp name, then rename).
+into the final tables by polars, all inside one new generation of the output folder that is
+published whole (sweep/output.py has the layout and the rules).
 
-Layout of an output folder:
-  frontier.parquet/.csv, best_pairs.parquet/.csv   the tables (sorted, no timestamps inside)
-  cells/gpu=<id>/part-NNNNNN.parquet               optional per-cell dataset (hive partitioned)
-  manifest.json, sweep.resolved.yaml               what ran, hashes, counts, timings
-  .parts/                                          finished chunks; kept until the merge, so
-                                                   `--resume` redoes only unfinished ones
+A run's parts live in its own partial folder under a fresh run id, so nothing a killed run's
+workers finish late can reach another run; workers also stop writing once the run's main
+process is gone (sweep/chunks.py). `--resume` picks up the newest unfinished run of the same
+configuration and re-scores any chunk whose part files do not read back whole.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,132 +24,48 @@ import pyarrow as pa
 import yaml
 
 from infersize import __version__
-from infersize.errors import InfersizeError
 from infersize.files import atomic_write
+from infersize.sweep import output
+from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
 from infersize.sweep.columns import arrow_schema, schema_json
+from infersize.sweep.output import Generation, OutputError
 from infersize.sweep.plan import Plan
-from infersize.sweep.score import ChunkTask, score
-from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
+from infersize.sweep.score import ChunkTask
+from infersize.sweep.tables import OUTPUT_TABLES
 
-PARTS = ".parts"
-
-
-class OutputError(InfersizeError):
-    """The output folder cannot be used (unwritable, or holds another sweep's unfinished run)."""
+__all__ = ["ChunkDone", "OutputError", "run_sweep"]
 
 
-@dataclass(frozen=True)
-class ChunkDone:
-    index: int
-    cells: int
-    seconds: float
-    rows: dict[str, int]
-
-
-def _atomic_parquet(table: pa.Table, path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
-    tmp.replace(path)
-
-
-def run_chunk(task: ChunkTask, out_dir: str) -> ChunkDone:
-    """Worker entry point: score a chunk, write its parts, then its done-marker (last)."""
-    pa.set_cpu_count(1)  # one worker per core: no nested thread pools
-    start = time.perf_counter()
-    scored = score(task)
-    parts = Path(out_dir) / PARTS
-    name = f"part-{task.index:06d}.parquet"
-    tables = {name: table.build(task, scored) for name, table in OUTPUT_TABLES.items()}
-    for table_name, table in tables.items():
-        _atomic_parquet(table, parts / table_name / name)
-    if task.with_cells:
-        for gpu, table in cells_tables(task, scored).items():
-            folder = Path(out_dir) / "cells" / f"gpu={gpu}"
-            folder.mkdir(parents=True, exist_ok=True)
-            _atomic_parquet(table, folder / name)
-    n_cells = scored.setting.size * len(task.ks)
-    done = ChunkDone(
-        task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
-    )
-    atomic_write(parts / "done" / f"{task.index:06d}.json", json.dumps(asdict(done)))
-    return done
-
-
-def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
-    return [
-        ChunkTask(
-            index=chunk.index,
-            settings=plan.settings[slice(*chunk.settings)],
-            contexts=plan.contexts[slice(*chunk.contexts)],
-            batches=plan.batches[slice(*chunk.batches)],
-            scenarios=plan.scenarios,
-            ks=plan.ks,
-            scoring=plan.scoring,
-            best_top_n=best_top_n,
-            with_cells=with_cells,
-        )
-        for chunk in plan.chunks
-    ]
-
-
-def ensure_writable(out_dir: Path) -> None:
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise OutputError(f"{out_dir}: cannot write there ({exc.strerror})") from None
-
-
-@contextmanager
-def output_lock(out_dir: Path) -> Iterator[None]:
-    """One run per output folder. flock is released by the kernel when the holder dies, even by
-    SIGKILL, so a killed run never leaves a stale lock behind."""
-    path = out_dir / ".infersize.lock"
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
+def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Generation, bool]:
+    """The run's generation (under the lock): the newest unfinished run of the same
+    configuration when resuming, else a new one (older unfinished runs are discarded)."""
+    partial = output.partial_runs(out_dir)
+    if resume:
+        for generation in partial:
+            state = generation.work / "plan.json"
+            try:
+                same = json.loads(state.read_text(encoding="utf-8")).get("run_hash") == run_hash
+            except (OSError, ValueError, AttributeError):
+                same = False
+            if same:
+                return generation, True
+        if partial:
             raise OutputError(
-                f"{out_dir}: another infersize sweep (pid {holder}) is writing "
-                "there; wait for it or choose another --out"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def prepare_output(out_dir: Path, plan_hash: str, resume: bool) -> set[int]:
-    """Make the folder ready (under the lock); return the chunks already finished (--resume)."""
-    parts = out_dir / PARTS
-    state = parts / "plan.json"
-    if resume and state.exists():
-        if json.loads(state.read_text()).get("config_hash") != plan_hash:
-            raise OutputError(
-                f"{out_dir}: the unfinished run there is of another sweep or "
-                "config; run without --resume to start over"
+                f"{out_dir}: the unfinished run there is of another sweep or config; run "
+                "without --resume to start over"
             )
-        return {int(p.stem) for p in (parts / "done").glob("*.json")}
-    shutil.rmtree(parts, ignore_errors=True)
-    shutil.rmtree(out_dir / "cells", ignore_errors=True)
+    for generation in partial:
+        output.discard(generation)
+    generation = output.start(out_dir, output.new_run_id())
     for sub in (*OUTPUT_TABLES, "done"):
-        (parts / sub).mkdir(parents=True, exist_ok=True)
-    atomic_write(state, json.dumps({"config_hash": plan_hash}))
-    return set()
+        (generation.parts / sub).mkdir()
+    (generation.gen / "cells").mkdir()
+    atomic_write(generation.work / "plan.json", json.dumps({"run_hash": run_hash}))
+    return generation, False
 
 
 def _execute(
-    tasks: list[ChunkTask], out_dir: Path, jobs: int, backend: str, scheduler: str | None
+    tasks: list[ChunkTask], where: Where, jobs: int, backend: str, scheduler: str | None
 ) -> Iterator[ChunkDone]:
     from joblib import Parallel, delayed, parallel_config
 
@@ -166,128 +79,196 @@ def _execute(
         context = parallel_config(backend="loky", n_jobs=jobs, inner_max_num_threads=1)
     with context:
         runner = Parallel(n_jobs=jobs if backend != "dask" else -1, return_as="generator_unordered")
-        yield from runner(delayed(run_chunk)(task, str(out_dir)) for task in tasks)
+        yield from runner(delayed(run_chunk)(task, where) for task in tasks)
+
+
+def stop_workers() -> None:
+    """Kill this process's loky workers now (an interrupted run must not write on)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=False, kill_workers=True)
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def merge_tables(out_dir: Path, n_chunks: int, formats: list[str]) -> dict[str, int]:
-    """Concatenate the parts in chunk order (the sorted order) into the final tables."""
+def _sink(frame: Any, path: Path, kind: str, schema: pa.Schema | None = None) -> None:
+    """polars writes to a fresh exclusive temp name beside `path`, then one rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if kind == "parquet":
+            frame.sink_parquet(tmp, compression="zstd", statistics=True, arrow_schema=schema)
+        else:
+            frame.sink_csv(tmp)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def merge_tables(generation: Generation, n_chunks: int, formats: list[str]) -> dict[str, int]:
+    """Concatenate the parts in chunk order (the sorted order) into the generation's tables."""
     import polars as pl
 
     rows = {}
     for name, table in OUTPUT_TABLES.items():
-        files = [str(out_dir / PARTS / name / f"part-{i:06d}.parquet") for i in range(n_chunks)]
+        folder = generation.parts / name
+        files = [str(folder / f"part-{i:06d}.parquet") for i in range(n_chunks)]
         frame = pl.scan_parquet(files)
         if table.merge is not None:
             frame = table.merge(frame)
-        if "parquet" in formats:
-            tmp = out_dir / f".{name}.parquet.tmp-{os.getpid()}"
-            schema = arrow_schema(table.columns)  # the data dictionary as field metadata
-            frame.sink_parquet(tmp, compression="zstd", statistics=True, arrow_schema=schema)
-            tmp.replace(out_dir / f"{name}.parquet")
+        if "parquet" in formats:  # the data dictionary travels as field metadata
+            schema = arrow_schema(table.columns)
+            _sink(frame, generation.gen / f"{name}.parquet", "parquet", schema)
         if "csv" in formats:
-            tmp = out_dir / f".{name}.csv.tmp-{os.getpid()}"
-            frame.sink_csv(tmp)
-            tmp.replace(out_dir / f"{name}.csv")
+            _sink(frame, generation.gen / f"{name}.csv", "csv")
         rows[name] = frame.select(pl.len()).collect().item()
     return rows
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a plan; `run_hash` covers every one of them that changes the bytes written."""
+
+    jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+    resume: bool = False
+    with_cells: bool = False
+    best_top_n: int = 3
+    formats: tuple[str, ...] = ("parquet", "csv")
+    command_line: str | None = None
+
+
+def run_hash(plan: Plan, options: RunOptions) -> str:
+    """The plan's hash, the catalog files' contents (overlays included) and the outputs."""
+    import hashlib
+
+    text = json.dumps(
+        {
+            "plan": plan.config_hash(),
+            "catalog": plan.catalog_hash(),
+            "cells": options.with_cells,
+            "best_top_n": options.best_top_n,
+            "formats": list(options.formats),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_sweep(
     plan: Plan,
     out_dir: Path,
     *,
-    jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    resume: bool = False,
-    with_cells: bool = False,
-    best_top_n: int = 3,
-    formats: tuple[str, ...] = ("parquet", "csv"),
     on_chunk: Callable[[ChunkDone], None] | None = None,
-    command_line: str | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
-    ensure_writable(out_dir)
-    with output_lock(out_dir):
+    """Run `plan` into a new generation of `out_dir` and publish it; `settings` are RunOptions'
+    fields (jobs, backend, scheduler, resume, with_cells, best_top_n, formats, command_line)."""
+    options = RunOptions(**settings)
+    output.claim(out_dir)
+    with output.lock(out_dir):
         try:
-            return _run_locked(
-                plan,
-                out_dir,
-                jobs,
-                backend,
-                scheduler,
-                resume,
-                with_cells,
-                best_top_n,
-                formats,
-                on_chunk,
-                command_line,
-            )
-        except OSError as exc:  # disk full, folder made read-only mid-run, ...
+            return _run_locked(plan, out_dir, options, on_chunk)
+        except Exception as exc:
+            stop_workers()
+            if not _is_write_failure(exc):
+                raise
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             raise OutputError(
-                f"{out_dir}: writing failed ({exc.strerror or exc}); the tables already there "
-                "are untouched, and --resume continues the run"
+                f"{out_dir}: writing failed ({reason}); the tables there are the previous "
+                "run's, untouched, and --resume continues this one"
             ) from None
+        except BaseException:  # Ctrl-C, SIGTERM: no worker may write on
+            stop_workers()
+            raise
+
+
+WRITE_FAILURE_WORDS = ("space", "i/o", "io error", "file too large", "denied", "read-only")
+
+
+def _is_write_failure(exc: Exception) -> bool:
+    """Disk full, a file-size limit, a folder made read-only: from the OS, Arrow or polars."""
+    if isinstance(exc, OSError | pa.ArrowIOError):
+        return True
+    kind = type(exc)
+    return kind.__module__.startswith("polars") and any(
+        word in str(exc).lower() for word in WRITE_FAILURE_WORDS
+    )
+
+
+def _manifest(
+    plan: Plan, options: RunOptions, hashes: tuple[str, str], times: dict[str, Any]
+) -> dict[str, Any]:
+    total_s = times["total_s"]
+    return {
+        "name": plan.name,
+        "infersize_version": __version__,
+        "command_line": options.command_line,
+        "started_at": times["started_at"],
+        "finished_at": _now(),
+        "config_hash": hashes[0],
+        "run_hash": hashes[1],
+        "catalog_hash": plan.catalog_hash(),
+        "cells": plan.total_cells,
+        "chunks": len(plan.chunks),
+        "chunks_resumed": times["resumed"],
+        "rows": times["rows"],
+        "jobs": options.jobs,
+        "backend": options.backend,
+        "seconds": {"scoring": round(times["score_s"], 3), "total": round(total_s, 3)},
+        "cells_per_s": round(plan.total_cells / max(total_s, 1e-9)),
+        "speedup_model": plan.scoring.speedup_model,
+        "engine": plan.scoring.engine,
+        "acceptance_scenarios": plan.scenarios,
+        "best_top_n": options.best_top_n,
+        "resolved_config": "sweep.resolved.yaml",
+        "schema": "schema.json",
+    }
 
 
 def _run_locked(
     plan: Plan,
     out_dir: Path,
-    jobs: int,
-    backend: str,
-    scheduler: str | None,
-    resume: bool,
-    with_cells: bool,
-    best_top_n: int,
-    formats: tuple[str, ...],
+    options: RunOptions,
     on_chunk: Callable[[ChunkDone], None] | None,
-    command_line: str | None,
 ) -> dict[str, Any]:
-    start = time.perf_counter()
-    started_at = _now()
-    plan_hash = plan.config_hash()
-    done = prepare_output(out_dir, plan_hash, resume)
-    resolved = {
-        **plan.resolved(),
-        "outputs": {"cells": with_cells, "best_top_n": best_top_n, "formats": list(formats)},
-    }
-    atomic_write(out_dir / "sweep.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
-    tasks = [t for t in chunk_tasks(plan, best_top_n, with_cells) if t.index not in done]
+    start, started_at = time.perf_counter(), _now()
+    hashes = (plan.config_hash(), run_hash(plan, options))
+    generation, resuming = prepare_generation(out_dir, hashes[1], options.resume)
+    done = finished_chunks(generation, options.with_cells) if resuming else set()
+    tasks = [
+        t for t in chunk_tasks(plan, options.best_top_n, options.with_cells) if t.index not in done
+    ]
+    main_pid = 0 if options.backend == "dask" else os.getpid()
+    where = Where(str(generation.parts), str(generation.gen), main_pid)
     score_start = time.perf_counter()
-    for finished in _execute(tasks, out_dir, jobs, backend, scheduler):
+    for finished in _execute(tasks, where, options.jobs, options.backend, options.scheduler):
         if on_chunk:
             on_chunk(finished)
     score_s = time.perf_counter() - score_start
-    rows = merge_tables(out_dir, len(plan.chunks), list(formats))
-    total_s = time.perf_counter() - start
-    manifest = {
-        "name": plan.name,
-        "infersize_version": __version__,
-        "command_line": command_line,
-        "started_at": started_at,
-        "finished_at": _now(),
-        "config_hash": plan_hash,
-        "catalog_hash": plan.catalog_hash(),
-        "cells": plan.total_cells,
-        "chunks": len(plan.chunks),
-        "chunks_resumed": len(done),
-        "rows": rows,
-        "jobs": jobs,
-        "backend": backend,
-        "seconds": {"scoring": round(score_s, 3), "total": round(total_s, 3)},
-        "cells_per_s": round(plan.total_cells / total_s),
-        "speedup_model": plan.scoring.speedup_model,
-        "engine": plan.scoring.engine,
-        "acceptance_scenarios": plan.scenarios,
-        "best_top_n": best_top_n,
-        "resolved_config": "sweep.resolved.yaml",
-        "schema": "schema.json",
+    rows = merge_tables(generation, len(plan.chunks), list(options.formats))
+    if not options.with_cells:
+        (generation.gen / "cells").rmdir()
+    resolved = {
+        **plan.resolved(),
+        "outputs": {
+            "cells": options.with_cells,
+            "best_top_n": options.best_top_n,
+            "formats": list(options.formats),
+        },
     }
+    atomic_write(generation.gen / "sweep.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
     tables = {name: table.columns for name, table in OUTPUT_TABLES.items()}
-    atomic_write(out_dir / "schema.json", schema_json(tables))
-    atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2))
-    shutil.rmtree(out_dir / PARTS, ignore_errors=True)
+    atomic_write(generation.gen / "schema.json", schema_json(tables))
+    times = {
+        "started_at": started_at, "resumed": len(done), "rows": rows, "score_s": score_s,
+        "total_s": time.perf_counter() - start,
+    }  # fmt: skip
+    manifest = _manifest(plan, options, hashes, times)
+    atomic_write(generation.gen / "manifest.json", json.dumps(manifest, indent=2))
+    output.publish(generation)
     return manifest

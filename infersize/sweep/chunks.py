@@ -1,0 +1,155 @@
+"""One chunk of a sweep in a worker: score it, write its Parquet parts under the run's own
+folder, then a done-marker; and, for --resume, which chunks of an unfinished run read back whole.
+
+A worker writes only while its run's main process lives, through fresh exclusive temp names
+renamed into place: a killed run's workers write nothing after it dies, never half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from infersize.errors import InfersizeError
+from infersize.files import atomic_write
+from infersize.sweep.output import Generation
+from infersize.sweep.plan import Plan
+from infersize.sweep.score import ChunkTask, score
+from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
+
+
+class RunAbandonedError(InfersizeError):
+    """A worker found its run's main process gone: it writes nothing more."""
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    index: int
+    cells: int
+    seconds: float
+    rows: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a worker writes, and whose run it works for."""
+
+    parts: str
+    gen: str
+    main_pid: int
+
+
+def _check_alive(where: Where) -> None:
+    if not where.main_pid:  # a Dask worker on another host: the run folder decides
+        if not Path(where.parts).is_dir():
+            raise RunAbandonedError("the run's folder was removed")
+        return
+    try:
+        os.kill(where.main_pid, 0)
+    except ProcessLookupError:
+        raise RunAbandonedError(f"the run (pid {where.main_pid}) is gone") from None
+    except PermissionError:  # alive, another user's: cannot be ours
+        raise RunAbandonedError(f"pid {where.main_pid} is not this run") from None
+    if not Path(where.parts).is_dir():
+        raise RunAbandonedError("the run's folder was removed")
+
+
+def _atomic_parquet(table: pa.Table, path: Path, where: Where) -> None:
+    """Write under a fresh exclusive temp name beside `path`, then rename; never half a file."""
+    import pyarrow.parquet as pq
+
+    _check_alive(where)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            pq.write_table(table, handle, compression="zstd")
+        _check_alive(where)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
+    """Worker entry point: score a chunk, write its parts, then its done-marker (last)."""
+    pa.set_cpu_count(1)  # one worker per core: no nested thread pools
+    start = time.perf_counter()
+    scored = score(task)
+    parts = Path(where.parts)
+    name = f"part-{task.index:06d}.parquet"
+    tables = {name: table.build(task, scored) for name, table in OUTPUT_TABLES.items()}
+    for table_name, table in tables.items():
+        _atomic_parquet(table, parts / table_name / name, where)
+    if task.with_cells:
+        for gpu, table in cells_tables(task, scored).items():
+            folder = Path(where.gen) / "cells" / f"gpu={gpu}"
+            folder.mkdir(exist_ok=True)  # not parents: a removed run folder stays removed
+            _atomic_parquet(table, folder / name, where)
+    n_cells = scored.setting.size * len(task.ks)
+    done = ChunkDone(
+        task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
+    )
+    _check_alive(where)
+    atomic_write(parts / "done" / f"{task.index:06d}.json", json.dumps(asdict(done)))
+    return done
+
+
+def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
+    return [
+        ChunkTask(
+            index=chunk.index,
+            settings=plan.settings[slice(*chunk.settings)],
+            contexts=plan.contexts[slice(*chunk.contexts)],
+            batches=plan.batches[slice(*chunk.batches)],
+            scenarios=plan.scenarios,
+            ks=plan.ks,
+            scoring=plan.scoring,
+            best_top_n=best_top_n,
+            with_cells=with_cells,
+        )
+        for chunk in plan.chunks
+    ]
+
+
+def _part_is_whole(path: Path, rows: int) -> bool:
+    import pyarrow.parquet as pq
+
+    try:
+        return bool(pq.read_metadata(path).num_rows == rows)
+    except (OSError, pa.ArrowException):
+        return False
+
+
+def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
+    """Chunks of an unfinished run whose done-marker and part files read back whole."""
+    done = set()
+    for marker in (generation.parts / "done").glob("*.json"):
+        try:
+            record = json.loads(marker.read_text(encoding="utf-8"))
+            index, rows = int(record["index"]), dict(record["rows"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        name = f"part-{index:06d}.parquet"
+        whole = all(
+            _part_is_whole(generation.parts / table / name, int(rows.get(table, -1)))
+            for table in OUTPUT_TABLES
+        )
+        if whole and with_cells:
+            whole = all(_rows_of(p) >= 0 for p in (generation.gen / "cells").glob(f"gpu=*/{name}"))
+        if whole:
+            done.add(index)
+    return done
+
+
+def _rows_of(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except (OSError, pa.ArrowException):
+        return -1
