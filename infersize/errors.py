@@ -22,7 +22,8 @@ class UnknownNameError(InfersizeError):
             suggestion = "did you mean " + ", ".join(f"'{n}'" for n in near) + "?"
         else:
             suggestion = hint or f"run 'infersize {kind}s list' to see them"
-        super().__init__(f"unknown {kind} '{name}': {suggestion}")
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        super().__init__(f"unknown {kind} '{shown}': {suggestion}")
 
 
 class CatalogError(InfersizeError):

@@ -1,9 +1,12 @@
-"""Writing files so that a reader never sees half of one: a temporary file created exclusively
-beside the destination (a random name, never through a symlink), then renamed over it."""
+"""Files in and out. Writing so that a reader never sees half of one: a temporary file created
+exclusively beside the destination (a random name, never through a symlink), then renamed over
+it. Reading inputs only from regular files of a bounded size."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -12,6 +15,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` in one rename; on failure the old file stays and no temp file
     is left behind."""
     payload = data.encode() if isinstance(data, str) else data
+    if path.exists() and not path.is_symlink() and not path.is_file():
+        raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -20,3 +25,44 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+MAX_TEXT_INPUT_BYTES = 64 * 2**20  # a YAML sweep, a catalog overlay, a config.json
+
+
+class InputFileError(ValueError):
+    """An input path that is not a readable regular file of a sane size (the message says
+    which); callers turn it into their own one-line error."""
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor for `path`, refused unless it is a regular file: FIFOs, devices
+    and sockets would block or never end. O_NONBLOCK keeps opening a FIFO from hanging."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        if Path(path).is_dir():
+            raise InputFileError(f"{path}: is a directory, expected a file")
+        raise InputFileError(f"{path}: is not a regular file (a device, FIFO or socket)")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_input(path: Path, limit: int = MAX_TEXT_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise InputFileError(f"{path}: {size:,} bytes, over the {limit:,}-byte limit for it")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputFileError(f"{path}: over the {limit:,}-byte limit for it")
+    return data

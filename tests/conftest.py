@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -40,3 +44,14 @@ def vllm():
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def cli_process(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """The installed command in its own process group (so a SIGKILL of the group reaches its
+    workers too); stderr goes to tmp_path/stderr.log."""
+    exe = shutil.which("infersize")
+    cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
+    with (tmp_path / "stderr.log").open("a") as log:
+        return subprocess.Popen(
+            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )

@@ -146,7 +146,9 @@ def test_vllm_settings_are_checked(runner):
 
 
 def test_a_speculator_head_is_only_a_draft(runner):
-    result = run(runner, "spec", "--target", "eagle-llama3.1-8b", "--draft", "none", "--gpu", "h100")
+    result = run(
+        runner, "spec", "--target", "eagle-llama3.1-8b", "--draft", "none", "--gpu", "h100"
+    )
     assert result.exit_code == 2
     assert result.stderr == (
         "error: eagle-llama3.1-8b is a speculator head: give it as the draft of a llama-3.1 model\n"
@@ -189,8 +191,14 @@ def test_tensor_parallel_reports_per_gpu(runner):
         (["--acceptance-rate", "-0.1"], "error: --acceptance-rate must be in [0, 1], got -0.1"),
         (["--acceptance-rate", "nan"], "error: --acceptance-rate must be a finite number, got nan"),
         (["--draft-k", "0"], "error: --draft-k must be at least 1, got 0"),
-        (["--latency-ratio", "0"], "error: --latency-ratio must be > 0, got 0.0"),
-        (["--latency-ratio", "-3"], "error: --latency-ratio must be > 0, got -3.0"),
+        (
+            ["--latency-ratio", "0"],
+            "error: --latency-ratio must be in [0.01, 1e6] (target step / draft step), got 0",
+        ),
+        (
+            ["--latency-ratio", "-3"],
+            "error: --latency-ratio must be in [0.01, 1e6] (target step / draft step), got -3",
+        ),
         (["--context-length", "0"], "error: --context-length must be at least 1, got 0"),
         (["--batch-size", "-1"], "error: --batch-size must be at least 1, got -1"),
         (
@@ -223,7 +231,7 @@ def test_tensor_parallel_reports_per_gpu(runner):
             ["--engine", "vllm", "--gpu-memory-utilization", "1.5"],
             "error: --gpu-memory-utilization must be in (0, 1], got 1.5",
         ),
-        (["--overhead-gib", "-1"], "error: --overhead-gib must be a finite number >= 0, got -1.0"),
+        (["--overhead-gib", "-1"], "error: --overhead-gib must be in [0, 1024] GiB, got -1"),
     ],
 )
 def test_bad_input_one_line_exit_2(runner, args, message):

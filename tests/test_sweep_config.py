@@ -192,8 +192,8 @@ BAD = [
     (
         "over the size limit",
         BASE + "max_cells: 10\n",
-        "the grid has 32 cells, over the limit of 10; raise it with --max-cells or max_cells: in "
-        "the YAML",
+        "the grid's axes multiply to 64 cells (before pairs and settings that do not apply are "
+        "left out), over the limit of 10; raise it with --max-cells or max_cells: in the YAML",
     ),
 ]
 

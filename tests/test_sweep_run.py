@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,10 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
+from infersize.sweep import output
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep import output
 from infersize.sweep.run import run_sweep
+from tests.conftest import cli_process
 
 SMALL = """\
 name: small
@@ -176,17 +174,6 @@ def test_resume_with_another_config_is_refused(tmp_path):
         run_sweep(plan, out, resume=True)
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.Popen:
-    """The installed command in its own process group (so SIGKILL reaches its workers too);
-    stderr goes to tmp_path/stderr.log."""
-    exe = shutil.which("infersize")
-    cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
-    with (tmp_path / "stderr.log").open("a") as log:
-        return subprocess.Popen(
-            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-        )
-
-
 BIG = (
     SMALL.replace("SPEEDUP", "roofline")
     .replace(
@@ -201,7 +188,9 @@ def uninterrupted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("whole")
     sweep = tmp / "big.yaml"
     sweep.write_text(BIG)
-    done = _cli(tmp, "sweep", "run", str(sweep), "--out", str(tmp / "out"), "--jobs", "2", "-q")
+    done = cli_process(
+        tmp, "sweep", "run", str(sweep), "--out", str(tmp / "out"), "--jobs", "2", "-q"
+    )
     assert done.wait(timeout=300) == 0, (tmp / "stderr.log").read_text()
     n_chunks = json.loads((tmp / "out" / "manifest.json").read_text())["chunks"]
     return sweep, tmp / "out", n_chunks
@@ -210,7 +199,7 @@ def uninterrupted(tmp_path_factory):
 def _kill_after(tmp_path: Path, sweep: Path, out: Path, finished: int, *extra: str) -> int:
     """Start a run, SIGKILL its whole process group once `finished` chunks are done; return
     how many chunks had finished by then."""
-    proc = _cli(
+    proc = cli_process(
         tmp_path, "sweep", "run", str(sweep), "--out", str(out), "--jobs", "2", "-q", *extra
     )
     deadline = time.monotonic() + 120
@@ -239,7 +228,7 @@ def test_sigkill_then_resume_gives_the_same_tables(tmp_path, uninterrupted, shar
     # kill the resumed run too, a few chunks later, then resume again
     again = _kill_after(tmp_path, sweep, broken, min(survived + 2, n_chunks - 1), "--resume")
     assert again >= survived
-    resumed = _cli(
+    resumed = cli_process(
         tmp_path, "sweep", "run", str(sweep), "--out", str(broken), "--resume", "--jobs", "2", "-q"
     )
     assert resumed.wait(timeout=300) == 0, (tmp_path / "stderr.log").read_text()

@@ -9,6 +9,8 @@ the data. Offsets are checked against the file size, so a truncated file is an e
 from __future__ import annotations
 
 import json
+import math
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +18,12 @@ from typing import Any
 
 from infersize.catalog.hfconfig import CheckpointError, model_from_config
 from infersize.catalog.records import ComponentBytes, Model
+from infersize.files import InputFileError, open_regular, read_input
 
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
                "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8,
-               "F8_E8M0": 1, "F4": 0.5}  # fmt: skip
+               "F8_E8M0": 1, "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
+               "C64": 8}  # fmt: skip
 MAX_HEADER_BYTES = 100 * 2**20
 
 
@@ -39,10 +43,15 @@ class Tensor:
 
 
 def read_safetensors_header(path: Path) -> list[Tensor]:
-    """The tensors a .safetensors file declares, validated against the file's size."""
+    """The tensors a .safetensors file declares, each validated: a known dtype, non-negative
+    integer dimensions, offsets inside the data and as long as dtype × shape says."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        fd = open_regular(path)
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             if len(prefix) < 8:
                 raise CheckpointError(f"{path}: truncated safetensors file (no header)")
@@ -55,24 +64,43 @@ def read_safetensors_header(path: Path) -> list[Tensor]:
             header = json.loads(handle.read(header_len))
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise CheckpointError(f"{path}: corrupt safetensors header (not JSON)") from None
-    tensors, data_size = [], size - 8 - header_len
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            begin, end = info["data_offsets"]
-            tensor = Tensor(name, info["dtype"], tuple(info["shape"]), end - begin)
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{path}: corrupt entry for tensor '{name}'") from None
-        if end > data_size:
-            raise CheckpointError(
-                f"{path}: truncated: tensor '{name}' ends at byte {end:,} "
-                f"of {data_size:,} data bytes"
-            )
-        tensors.append(tensor)
-    return tensors
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: corrupt safetensors header (not a JSON object)")
+    data_size = size - 8 - header_len
+    return [
+        _tensor(path, name, info, data_size)
+        for name, info in header.items()
+        if name != "__metadata__"
+    ]
+
+
+def _tensor(path: Path, name: str, info: Any, data_size: int) -> Tensor:
+    """One header entry, checked against what the format allows and the file holds."""
+    try:
+        dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
+    except (KeyError, TypeError, ValueError):
+        raise CheckpointError(f"{path}: corrupt entry for tensor '{name}'") from None
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise CheckpointError(f"{path}: tensor '{name}' has an unknown dtype {dtype!r}")
+    ints = [begin, end, *shape] if isinstance(shape, list) else None
+    if ints is None or not all(type(v) is int and v >= 0 for v in ints):
+        raise CheckpointError(f"{path}: tensor '{name}': shape and offsets must be integers >= 0")
+    tensor = Tensor(name, dtype, tuple(shape), end - begin)
+    if begin > end:
+        raise CheckpointError(f"{path}: corrupt: tensor '{name}' ends before it begins")
+    if end > data_size:
+        raise CheckpointError(
+            f"{path}: truncated: tensor '{name}' ends at byte {end:,} of {data_size:,} data bytes"
+        )
+    expected = tensor.numel * DTYPE_BYTES[dtype]
+    if math.ceil(expected) != tensor.nbytes:
+        raise CheckpointError(
+            f"{path}: tensor '{name}' declares {tensor.nbytes:,} bytes, but {dtype} × "
+            f"{list(shape)} is {math.ceil(expected):,}"
+        )
+    return tensor
 
 
 def weight_bytes_from_tensors(tensors: list[Tensor], tied: bool) -> ComponentBytes:
@@ -131,14 +159,31 @@ class Checkpoint:
     origin: str
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_input(path))
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise CheckpointError(f"{path}: not valid JSON") from None
+
+
 def _safetensors_files(folder: Path) -> list[Path]:
+    """The shards an index names (each a plain file name inside the folder), or every
+    .safetensors file there."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (OSError, json.JSONDecodeError, KeyError, TypeError):
-            raise CheckpointError(f"{index}: corrupt index (no weight_map)") from None
-        files = [folder / name for name in sorted(set(weight_map.values()))]
+        weight_map = _read_json(index)
+        weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) for v in weight_map.values()
+        ):
+            raise CheckpointError(f"{index}: corrupt index (no weight_map)")
+        names = sorted(set(weight_map.values()))
+        outside = [n for n in names if Path(n).name != n or n in ("", ".", "..")]
+        if outside:
+            raise CheckpointError(f"{index}: shard {outside[0]!r} is not a file in the folder")
+        files = [folder / name for name in names]
         missing = [f.name for f in files if not f.is_file()]
         if missing:
             raise CheckpointError(f"{index}: shard {missing[0]} is missing")
@@ -152,10 +197,7 @@ def load_folder(folder: Path) -> Checkpoint:
         raise CheckpointError(
             f"{folder}: no config.json there (is it a Hugging Face model folder?)"
         )
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        raise CheckpointError(f"{config_path}: not valid JSON") from None
+    config = _read_json(config_path)
     name = folder.resolve().name
     model = model_from_config(config, name.lower(), str(folder), str(config_path))
     tensors = [t for f in _safetensors_files(folder) for t in read_safetensors_header(f)]

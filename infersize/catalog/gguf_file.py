@@ -4,11 +4,13 @@ decoded)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from infersize.catalog.checkpoint import Checkpoint, Tensor, weight_bytes_from_tensors
 from infersize.catalog.hfconfig import CheckpointError, model_from_config
+from infersize.files import InputFileError, open_regular
 
 # general.architecture -> config.json model_type (llama.cpp writes Mistral as llama)
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
@@ -72,15 +74,17 @@ def load_gguf(path: Path) -> Checkpoint:
         import gguf
     except ImportError:
         raise CheckpointError("GGUF files need the gguf package: pip install gguf") from None
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such file")
+    try:
+        os.close(open_regular(path))
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
     try:
         reader = gguf.GGUFReader(path)
     except Exception as exc:  # the reader raises ValueError, struct/np errors on bad files
         raise CheckpointError(f"{path}: not a readable GGUF file ({exc})") from None
     kv = _fields(reader)
     arch = kv.get("general.architecture")
-    if arch not in ARCHITECTURES:
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
         raise CheckpointError(
             f"{path}: unknown architecture '{arch}' (general.architecture); "
             f"infersize reads {', '.join(sorted(ARCHITECTURES))}"

@@ -115,11 +115,22 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
         raise CheckpointError(f"{where}: expected a JSON object")
     config = _text_config(config)
     model_type = config.get("model_type")
-    if model_type not in ARCHITECTURES:
+    if not isinstance(model_type, str) or model_type not in ARCHITECTURES:
         raise CheckpointError(
             f"{where}: unknown architecture '{model_type}' (model_type); "
             f"infersize knows {', '.join(sorted(ARCHITECTURES))}"
         )
+    try:
+        return _model(config, model_type, model_id, hf_repo, where)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        if isinstance(exc, KeyError):
+            raise CheckpointError(f"{where}: missing '{exc.args[0]}'") from None
+        raise CheckpointError(f"{where}: a field has the wrong type or value ({exc})") from None
+
+
+def _model(
+    config: dict[str, Any], model_type: str, model_id: str, hf_repo: str, where: str
+) -> Model:
     family, tied_default, fixed = ARCHITECTURES[model_type]
     try:
         layers = config["num_hidden_layers"]
@@ -128,8 +139,9 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
             "intermediate_size": config["intermediate_size"],
             "num_hidden_layers": layers,
             "num_attention_heads": config["num_attention_heads"],
-            "num_key_value_heads": config.get("num_key_value_heads")
-            or config["num_attention_heads"],
+            "num_key_value_heads": config["num_key_value_heads"]
+            if config.get("num_key_value_heads") is not None
+            else config["num_attention_heads"],
             "vocab_size": config["vocab_size"],
             "max_position_embeddings": config.get("max_position_embeddings", 4096),
         }

@@ -7,16 +7,29 @@ and `mla`, which are None for models without them (the type says what is there, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class Record(BaseModel):
-    """Catalog records are frozen and reject unknown keys, so a typo fails at load."""
+    """Catalog records are frozen and reject unknown keys, so a typo fails at load; booleans,
+    NaN and infinities are not numbers; and no text carries control characters (a terminal
+    escape in a model's name would reach the user's terminal when printed)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _printable(cls, value: Any) -> Any:
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and _CONTROL.search(t) for t in texts):
+            raise ValueError("contains control characters (terminal escapes are not allowed)")
+        return value
 
 
 # Ids name output partitions (cells/gpu=<id>/) and table rows: no path separators or spaces.
@@ -120,6 +133,8 @@ class Model(Record):
             )
         if (self.num_experts is None) != (self.num_experts_per_tok is None):
             raise ValueError("num_experts and num_experts_per_tok go together")
+        if self.num_experts is not None and (self.num_experts_per_tok or 0) > self.num_experts:
+            raise ValueError("num_experts_per_tok exceeds num_experts")
         if self.sliding_window_layers and self.sliding_window_layers > self.num_hidden_layers:
             raise ValueError("sliding_window_layers exceeds num_hidden_layers")
         mla = (self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)

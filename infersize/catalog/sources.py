@@ -34,10 +34,17 @@ class ModelSource:
         return point.weights
 
 
+def _exists(name: str) -> bool:
+    try:
+        return Path(name).exists()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL byte
+        return False
+
+
 def _looks_like_path(name: str) -> bool:
     if not name.strip():
         return False
-    return name.startswith((".", "/", "~")) or name.endswith(".gguf") or Path(name).exists()
+    return name.startswith((".", "/", "~")) or name.endswith(".gguf") or _exists(name)
 
 
 @lru_cache(maxsize=64)

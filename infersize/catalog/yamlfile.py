@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,11 +10,55 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from infersize.errors import CatalogError, InfersizeError
+from infersize.files import InputFileError, read_input
 
 try:  # the C loader is 5-10x faster; both are safe loaders (no object construction)
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - pyyaml built without libyaml
     _Loader = yaml.SafeLoader
+
+
+class _UniqueKeyLoader(_Loader):  # type: ignore[misc]
+    """A safe loader that refuses a key given twice in one mapping (YAML would keep the last
+    silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice", key_node.start_mark
+                )
+            seen.add(key if isinstance(key, str | int | float | bool) else id(key_node))
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
+
+
+def _yaml_12_scalars(loader: Any) -> None:
+    """YAML 1.2's core schema for plain scalars: only true/false are booleans (1.1 also reads
+    yes, no, on and off, so `yes` would pass as the number 1), and 1e12 is a float (1.1 wants
+    1.0e+12 and reads 1e12 as a string)."""
+    resolvers = {
+        first: [(tag, rx) for tag, rx in pairs if tag != "tag:yaml.org,2002:bool"]
+        for first, pairs in loader.yaml_implicit_resolvers.items()
+    }
+    loader.yaml_implicit_resolvers = resolvers
+    loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool",
+        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        list("tTfF"),
+    )
+    loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(
+            r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)$"
+        ),
+        list("-+0123456789"),
+    )
+
+
+_yaml_12_scalars(_UniqueKeyLoader)
 
 
 class YamlDocument:
@@ -49,25 +94,23 @@ class YamlDocument:
 def read_yaml(path: Path, error: type[InfersizeError] = CatalogError) -> YamlDocument:
     """Read and parse a YAML file; any I/O or syntax problem becomes one-line `error`."""
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, expected a YAML file") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_input(Path(path))
+    except InputFileError as exc:
+        raise error(str(exc)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path}: not a text file (invalid UTF-8)") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # a safe loader: no object construction
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # safe: no object construction
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}" if mark is not None else "unknown line"
         raise error(f"{path}: {where}: invalid YAML ({exc.problem})") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: invalid YAML ({exc})") from None
+    except RecursionError:
+        raise error(f"{path}: invalid YAML (nested too deeply)") from None
     return YamlDocument(Path(path), text, data)
 
 

@@ -67,7 +67,9 @@ def best(
     ] = None,
     alpha: Annotated[
         float | None,
-        typer.Option("--alpha", help="α, when every pair shares it (default: nearest 0.7)."),
+        typer.Option(
+            "--alpha", help="α, when every pair shares it (default: nearest 0.7).", min=0, max=1
+        ),
     ] = None,
     scenario: Annotated[
         int | None,
@@ -76,7 +78,9 @@ def best(
             help="Acceptance scenario, when pairs have their own α (default: the middle one).",
         ),
     ] = None,
-    top: Annotated[int, typer.Option("--top", help="Show the top N ranks.", min=1)] = 1,
+    top: Annotated[
+        int, typer.Option("--top", help="Show the top N ranks (at most 100).", min=1, max=100)
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The best draft pair per GPU (and target), from a sweep's tables."""

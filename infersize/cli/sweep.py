@@ -37,21 +37,23 @@ MaxCells = Annotated[
 
 
 def _plan(path: Path, max_cells: int | None) -> tuple[SweepConfig, Plan]:
-    from infersize.sweep.config import load_sweep
+    from infersize.sweep.config import cells_upper_bound, load_sweep
     from infersize.sweep.plan import build_plan
 
     config, doc = load_sweep(path)
+    limit = max_cells if max_cells is not None else config.max_cells
+    upper = cells_upper_bound(config)
+    if upper > limit:
+        raise InfersizeError(
+            f"{path}: the grid's axes multiply to {upper:,.0f} cells (before pairs and settings "
+            f"that do not apply are left out), over the limit of {limit:,}; raise it with "
+            "--max-cells or max_cells: in the YAML"
+        )
     base = path.parent
     overlays = tuple(
         str((base / p) if not Path(p).is_absolute() else Path(p)) for p in config.catalog
     )
     plan = build_plan(config, doc, overlays)
-    limit = max_cells if max_cells is not None else config.max_cells
-    if plan.total_cells > limit:
-        raise InfersizeError(
-            f"{path}: the grid has {plan.total_cells:,} cells, over the limit of "
-            f"{limit:,}; raise it with --max-cells or max_cells: in the YAML"
-        )
     return config, plan
 
 
@@ -67,6 +69,8 @@ def validate(file: SweepFile, max_cells: MaxCells = None) -> None:
     render_table(console(), f"{file}: valid", ["axis", "values"], rows)
     for reason, n in plan.skipped.items():
         typer.echo(f"skipped {n:,} {reason}")
+    for note in plan.notes:
+        typer.echo(f"note: {note}")
 
 
 @sweep_app.command("run")
@@ -102,6 +106,8 @@ def run(
     _check_run_options(jobs, backend, scheduler)
     config, plan = _plan(file, max_cells)
     out_dir = output_folder(out, config.output.dir, config.name)
+    for note in plan.notes:
+        typer.echo(f"note: {note}", err=True)
     from infersize.show.terminal import console
     from infersize.sweep.run import run_sweep
 

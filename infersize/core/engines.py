@@ -147,6 +147,9 @@ def register_engine(engine: Engine) -> Engine:
     return engine
 
 
+MAX_OVERHEAD_GIB = 1024.0  # more than any one GPU holds
+
+
 def get_engine(
     name: str,
     gpu_memory_utilization: float | None = None,
@@ -165,9 +168,9 @@ def get_engine(
             )
         engine = replace(engine, gpu_memory_utilization=gpu_memory_utilization)
     if overhead_gib is not None:
-        if not (math.isfinite(overhead_gib) and overhead_gib >= 0.0):
+        if not (math.isfinite(overhead_gib) and 0.0 <= overhead_gib <= MAX_OVERHEAD_GIB):
             raise ValueRangeError(
-                "overhead_gib", f"must be a finite number >= 0, got {overhead_gib}"
+                "overhead_gib", f"must be in [0, {MAX_OVERHEAD_GIB:g}] GiB, got {overhead_gib:g}"
             )
         engine = replace(engine, overhead_gib=overhead_gib)
     for field, value in (

@@ -73,8 +73,11 @@ def validate_request(req: SpecRequest) -> None:
     _at_least("batch_size", req.batch_size, 1)
     if req.latency_ratio is not None:
         _finite("latency_ratio", req.latency_ratio)
-        if req.latency_ratio <= 0:
-            raise ValueRangeError("latency_ratio", f"must be > 0, got {req.latency_ratio}")
+        if not 0.01 <= req.latency_ratio <= 1e6:
+            raise ValueRangeError(
+                "latency_ratio", f"must be in [0.01, 1e6] (target step / draft step), got "
+                f"{req.latency_ratio:g}"
+            )  # fmt: skip
     price = req.deployment.price_usd_per_hour
     if price is not None:
         _finite("price_usd_per_hour", price)
@@ -166,6 +169,21 @@ def _memory_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
 
 
+CONTEXT_STRETCH = 8  # rope scaling (YaRN, linear) rarely stretches a model further
+
+
+def _check_context(context_length: int, dep: Deployment) -> None:
+    """A context far past what the target was built for is a typo, not a deployment."""
+    limit = CONTEXT_STRETCH * dep.target.model.max_position_embeddings
+    if context_length > limit:
+        raise ValueRangeError(
+            "context_length",
+            f"({context_length:,}) is more than {CONTEXT_STRETCH}x {dep.target.model.id}'s "
+            f"max_position_embeddings ({dep.target.model.max_position_embeddings:,}); rope "
+            "scaling rarely stretches a model further",
+        )
+
+
 def engine_for(req: SpecRequest) -> Engine:
     return get_engine(
         req.engine,
@@ -188,6 +206,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     engine = engine_for(req)
     model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
+    _check_context(req.context_length, dep)
     alpha, acceptance = resolve_alpha(req.acceptance_rate, dep, catalog)
     ks = np.arange(1, req.max_k + 1)
     work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio)

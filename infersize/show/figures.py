@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infersize.errors import InfersizeError
+from infersize.files import atomic_write
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,8 +42,10 @@ def _check_out(out: Path) -> None:
 
 def save(fig: Figure, out: Path) -> Path:
     _check_out(out)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(out, dpi=150, bbox_inches="tight")
+        fig.savefig(buffer, format=out.suffix.lower().lstrip("."), dpi=150, bbox_inches="tight")
+        atomic_write(out, buffer.getvalue())
     except OSError as exc:
         raise InfersizeError(f"{out}: cannot write ({exc.strerror})") from None
     finally:

@@ -15,8 +15,8 @@ from infersize.core.engines import get_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
-from infersize.sweep.plan import Plan, Scoring, Setting, make_chunks
 from infersize.sweep.chunks import chunk_tasks
+from infersize.sweep.plan import Plan, Scoring, Setting, make_chunks
 from infersize.sweep.score import score
 from infersize.sweep.tables import best_table, frontier_table
 

@@ -9,6 +9,7 @@ published figure or the prior), scenario i holds each pair's i-th α (select it 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import polars as pl
 
 from infersize.catalog.store import load_catalog
 from infersize.errors import InfersizeError, UnknownNameError
+from infersize.files import InputFileError, open_regular, read_input
 
 
 @dataclass(frozen=True)
@@ -71,20 +73,41 @@ class Answer:
     notes: list[str] = field(default_factory=list)
 
 
+def _parquet(path: Path) -> pl.DataFrame:
+    """A sweep table, or one line saying it is damaged (a truncated copy, another file)."""
+    try:
+        os.close(open_regular(path))
+        return pl.read_parquet(path)
+    except InputFileError as exc:
+        raise InfersizeError(str(exc)) from None
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise InfersizeError(
+            f"{path}: not a readable Parquet table ({reason}); run the sweep again"
+        ) from None
+
+
 def read_table(out_dir: Path, table: str) -> pl.DataFrame:
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
             f"{out_dir}: no {table}.parquet there; run 'infersize sweep run' first"
         )
-    return pl.read_parquet(path)
+    return _parquet(path)
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     path = out_dir / "manifest.json"
     if not path.is_file():
         raise InfersizeError(f"{out_dir}: no manifest.json there; run 'infersize sweep run' first")
-    manifest: dict[str, Any] = json.loads(path.read_text())
+    try:
+        manifest = json.loads(read_input(path))
+    except InputFileError as exc:
+        raise InfersizeError(str(exc)) from None
+    except (ValueError, RecursionError):
+        raise InfersizeError(f"{path}: damaged (not JSON); run the sweep again") from None
+    if not isinstance(manifest, dict):
+        raise InfersizeError(f"{path}: damaged (not a JSON object); run the sweep again")
     return manifest
 
 
@@ -222,7 +245,7 @@ def never_fits(out_dir: Path, names: dict[str, str]) -> str | None:
     path = out_dir / "coverage.parquet"
     if not path.is_file():
         return None
-    coverage = pl.read_parquet(path)
+    coverage = _parquet(path)
     for column, value in names.items():
         coverage = coverage.filter(pl.col(column).str.to_lowercase() == value.lower())
     if coverage.is_empty():

@@ -26,7 +26,10 @@ class SweepConfigError(InfersizeError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys are errors; so are booleans where numbers belong (YAML reads `yes` as true)
+    and NaN or infinite numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Range(_Strict):
@@ -45,19 +48,27 @@ class Range(_Strict):
             raise ValueError("range stop is below its start")
         if self.factor is not None and self.start <= 0:
             raise ValueError("a geometric range needs start > 0")
-        if self.values().size > 100_000:
-            raise ValueError("range has more than 100,000 values")
+        if self.count() > MAX_RANGE_VALUES:
+            raise ValueError(f"range has more than {MAX_RANGE_VALUES:,} values")
         return self
 
-    def values(self) -> FloatArray:
+    def count(self) -> float:
+        """How many values the range holds, counted before any is made (inf when absurd)."""
         if self.step is not None:
-            n = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+            n = (self.stop - self.start) / self.step
+        else:
+            n = math.log(self.stop / self.start) / math.log(float(self.factor or 2.0))
+        return math.floor(n + 1e-9) + 1 if math.isfinite(n) else math.inf
+
+    def values(self) -> FloatArray:
+        n = int(self.count())
+        if self.step is not None:
             return np.round(self.start + self.step * np.arange(n), 10)
         factor = float(self.factor or 2.0)  # the validator ensures one of step and factor
-        n = math.floor(math.log(self.stop / self.start) / math.log(factor) + 1e-9) + 1
-        return np.round(self.start * factor ** np.arange(min(n, 100_001)), 10)
+        return np.round(self.start * factor ** np.arange(n), 10)
 
 
+MAX_RANGE_VALUES = 100_000
 FloatAxis = Annotated[list[float], Field(min_length=1)] | Range
 IntAxis = Annotated[list[int], Field(min_length=1)] | Range
 
@@ -89,7 +100,8 @@ class OutputConfig(_Strict):
 
 
 class SweepConfig(_Strict):
-    name: str = "sweep"
+    # names the default output folder outputs/<name>: one plain folder name, never a path
+    name: str = Field(default="sweep", pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
     targets: list[str] = []
     drafts: list[str] = []
     pairs: list[PairEntry] = []
@@ -130,6 +142,27 @@ class SweepConfig(_Strict):
         if not self.pairs and not (self.targets and self.drafts):
             raise ValueError("give targets and drafts, or explicit pairs")
         return self
+
+
+def _axis_count(axis: list[int] | list[float] | Range) -> float:
+    return axis.count() if isinstance(axis, Range) else len(set(axis))
+
+
+def cells_upper_bound(cfg: SweepConfig) -> float:
+    """The grid's cells counted from its axes alone, before anything is built: every listed
+    pair and (target, draft) product, every precision, KV dtype, GPU and TP size, and at most
+    three acceptance scenarios per pair. Pairs and settings that do not apply make it smaller."""
+    pairs = len(set(cfg.targets)) * len(set(cfg.drafts)) + len(cfg.pairs)
+    tps = sum(len(set(g.tp)) if isinstance(g, GpuEntry) else 1 for g in cfg.gpus)
+    scenarios = _axis_count(cfg.acceptance_rates) if cfg.acceptance_rates is not None else 3
+    own = [_axis_count(p.acceptance_rates) for p in cfg.pairs if p.acceptance_rates is not None]
+    scenarios = max([scenarios, *own])
+    axes = (
+        len(set(cfg.target_quants)), len(set(cfg.draft_quants)), len(set(cfg.kv_dtypes)), tps,
+        _axis_count(cfg.context_lengths), _axis_count(cfg.batch_sizes), scenarios,
+        _axis_count(cfg.draft_k),
+    )  # fmt: skip
+    return float(pairs) * math.prod(float(a) for a in axes)
 
 
 def _registered(name: str, registry: Mapping[str, object], kind: str) -> str:

@@ -253,21 +253,40 @@ def _check_names_free(out_dir: Path, names: set[str], legacy: set[str]) -> None:
 
 
 def publish(generation: Generation) -> list[str]:
-    """Make the finished run the folder's current generation: rename it into place, switch the
-    `current` link in one rename, then fix the per-name links and drop older generations.
-    Returns the older generations kept because they hold files infersize did not write."""
+    """Make the finished run the folder's current generation. Links for its names are made
+    first (they point through `current`, so they show nothing new yet); then the run is
+    renamed into place and `current` switched in one rename, undone if it fails. After that
+    the run is published: tidying up (stale links, an older layout's files, old generations)
+    only reports what it could not do. Returns those reports."""
     out_dir = generation.out_dir
     names = {p.name for p in generation.gen.iterdir()}
     legacy = _legacy(out_dir)
     _check_names_free(out_dir, names, legacy)
     atomic_write(generation.gen / FILE_LIST, json.dumps(_list_files(generation.gen)))
-    generation.gen.rename(generation.final)
-    _link(out_dir, CURRENT, f"{GENERATIONS}/{generation.run_id}")
     for name in sorted(names):
+        if not (out_dir / name).exists() or (out_dir / name).is_symlink():
+            _link(out_dir, name, f"{CURRENT}/{name}")
+    generation.gen.rename(generation.final)
+    try:
+        _link(out_dir, CURRENT, f"{GENERATIONS}/{generation.run_id}")
+    except BaseException:
+        generation.final.rename(generation.gen)  # the run stays whole, and resumable
+        raise
+    try:
+        return _tidy(generation, names, legacy)
+    except OSError as exc:
+        return [f"could not tidy the folder ({exc.strerror or exc})"]
+
+
+def _tidy(generation: Generation, names: set[str], legacy: set[str]) -> list[str]:
+    """After the switch: links for an older layout's names, stale links, leftovers."""
+    out_dir = generation.out_dir
+    for name in sorted(names & legacy):
         path = out_dir / name
         if path.is_dir() and not path.is_symlink():  # an older layout's cells/
             shutil.rmtree(path)
-        _link(out_dir, name, f"{CURRENT}/{name}")
+        if not path.is_symlink():
+            _link(out_dir, name, f"{CURRENT}/{name}")
     for stale in _published_names(out_dir) - names:
         (out_dir / stale).unlink()
     for name in legacy - names - {LOCK}:  # an older layout's leftovers

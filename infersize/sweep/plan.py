@@ -14,21 +14,24 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from infersize import __version__
-from infersize.catalog.records import Model
-from infersize.catalog.sources import resolve_model
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
-from infersize.core.arrays import FloatArray
-from infersize.core.deployment import draft_is_smaller, pairing_problem
 from infersize.core.engines import get_engine
 from infersize.core.evaluate import MAX_K
-from infersize.errors import InfersizeError
-from infersize.service.acceptance import pair_acceptance
 from infersize.service.resolve import combined_support
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
+from infersize.sweep.pairing import (
+    Pair,
+    count_skipped,
+    first_occurrences,
+    int_axis,
+    model_of,
+    resolve_name,
+    resolve_pairs,
+    unique,
+    where,
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class Plan:
     scoring: Scoring
     chunks: tuple[Chunk, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the user should know about the grid
 
     @property
     def alphas(self) -> tuple[float, ...]:
@@ -112,6 +116,7 @@ class Plan:
         """Everything that determines the tables (no paths, no timestamps)."""
         out = asdict(self)
         out.pop("chunks")
+        out.pop("notes")
         out["settings"] = [asdict(s) for s in self.settings]
         out["infersize_version"] = __version__
         return out
@@ -127,150 +132,30 @@ class Plan:
         return digest.hexdigest()
 
 
-def _where(doc: YamlDocument, *loc: int | str) -> str:
-    line = doc.line_of(tuple(loc))
-    key = ".".join(str(p) for p in loc)
-    return f"{doc.path}: " + (f"line {line}: " if line else "") + f"key '{key}'"
-
-
-def _resolve(doc: YamlDocument, lookup: Callable[[str], Any], name: str, *loc: int | str) -> str:
-    try:
-        record_id: str = lookup(name).id
-    except InfersizeError as exc:
-        raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
-    return record_id
-
-
-def _model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -> str:
-    """A catalog model by its id; a local folder, GGUF file or hf: id by the name given (the
-    workers load it again from there)."""
-    try:
-        source = resolve_model(name, catalog)
-    except InfersizeError as exc:
-        raise SweepConfigError(f"{_where(doc, *loc)}: {exc}") from None
-    return source.model.id if source.checkpoint is None else name
-
-
-def _model(catalog: Catalog, key: str) -> Model:
-    return resolve_model(key, catalog).model
-
-
-def _int_axis(doc: YamlDocument, values: FloatArray, key: str, low: int) -> tuple[int, ...]:
-    if np.any(values != np.round(values)) or np.any(values < low):
-        raise SweepConfigError(f"{_where(doc, key)}: values must be whole numbers >= {low}")
-    if len(set(values.tolist())) != len(values):
-        raise SweepConfigError(f"{_where(doc, key)}: values repeat")
-    return tuple(sorted(int(v) for v in values))
-
-
-def _alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[float, ...]:
-    if not np.all(np.isfinite(values)) or np.any((values < 0) | (values > 1)):
-        raise SweepConfigError(f"{_where(doc, *loc)}: acceptance rates must be in [0, 1]")
-    return tuple(sorted({float(v) for v in values}))
-
-
-@dataclass(frozen=True)
-class Pair:
-    target: str
-    draft: str
-    alphas: tuple[float, ...]
-    alpha_source: str
-
-
-def _explicit_pairs(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog
-) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
-    for i, pair in enumerate(cfg.pairs):
-        target = _model_key(doc, catalog, pair.target, "pairs", i, "target")
-        draft = _model_key(doc, catalog, pair.draft, "pairs", i, "draft")
-        problem = pairing_problem(
-            _model(catalog, target), _model(catalog, draft), cfg.allow_cross_tokenizer
-        )
-        if problem:
-            raise SweepConfigError(
-                f"{_where(doc, 'pairs', i)}: {problem}; set allow_cross_tokenizer: true to "
-                "pair them"
-            )
-        alphas = None
-        if pair.acceptance_rates is not None:
-            alphas = _alpha_axis(
-                doc, axis_values(pair.acceptance_rates), "pairs", i, "acceptance_rates"
-            )
-        pairs[(target, draft)] = alphas
-    return pairs
-
-
-def _paired_names(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
-) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    pairs = _explicit_pairs(cfg, doc, catalog)
-    targets = [_model_key(doc, catalog, n, "targets", i) for i, n in enumerate(cfg.targets)]
-    drafts = [_model_key(doc, catalog, n, "drafts", i) for i, n in enumerate(cfg.drafts)]
-    for target, draft in product(targets, drafts):
-        t, d = _model(catalog, target), _model(catalog, draft)
-        if pairing_problem(t, d, cfg.allow_cross_tokenizer):
-            _count(skipped, "pairs with another tokenizer")
-        elif not draft_is_smaller(t, d):
-            _count(skipped, "drafts not smaller than their target")
-        else:
-            pairs.setdefault((target, draft), None)
-    if not pairs:
-        raise SweepConfigError(
-            f"{doc.path}: no (target, draft) pair is left after the pairing "
-            "rule (same tokenizer family, draft smaller than target)"
-        )
-    return pairs
-
-
-def _pairs(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, skipped: dict[str, int]
-) -> list[Pair]:
-    """Every pair with its α in each scenario: its own list, else the sweep's what-if list,
-    else the acceptance catalog (published figures or the prior: low, expected, high). Every
-    pair must have the same number of scenarios: rows are compared scenario by scenario."""
-    uniform = None
-    if cfg.acceptance_rates is not None:
-        uniform = _alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates")
-    pairs = []
-    for (target, draft), own in _paired_names(cfg, doc, catalog, skipped).items():
-        if own is not None:
-            pairs.append(Pair(target, draft, own, "pair"))
-        elif uniform is not None:
-            pairs.append(Pair(target, draft, uniform, "sweep"))
-        else:
-            known = pair_acceptance(_model(catalog, target), _model(catalog, draft), catalog)
-            pairs.append(Pair(target, draft, known.scenarios, known.source))
-    counts = {len(p.alphas) for p in pairs}
-    if len(counts) > 1:
-        raise SweepConfigError(
-            f"{doc.path}: pairs have {' and '.join(str(n) for n in sorted(counts))} acceptance "
-            "rates: every pair needs the same number of scenarios, compared position by position"
-        )
-    return pairs
-
-
-def _count(skipped: dict[str, int], reason: str, n: int = 1) -> None:
-    if n:
-        skipped[reason] = skipped.get(reason, 0) + n
-
-
 def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntry]:
-    out = []
+    """The GPUs once each: the same GPU listed twice merges its TP sizes, unless the two
+    entries give it different prices (which row would be right?)."""
+    out: dict[str, GpuEntry] = {}
     for i, item in enumerate(cfg.gpus):
         entry = GpuEntry(name=item) if isinstance(item, str) else item
         loc = ("gpus", i) if isinstance(item, str) else ("gpus", i, "name")
-        out.append(entry.model_copy(update={"name": _resolve(doc, catalog.gpu, entry.name, *loc)}))
-    return out
+        name = resolve_name(doc, catalog.gpu, entry.name, *loc)
+        if name in out and out[name].price_usd_per_hour != entry.price_usd_per_hour:
+            raise SweepConfigError(
+                f"{where(doc, *loc)}: {name} is listed twice with different prices"
+            )
+        tps = list(dict.fromkeys([*(out[name].tp if name in out else []), *entry.tp]))
+        out[name] = entry.model_copy(update={"name": name, "tp": tps})
+    return list(out.values())
 
 
 def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
-    ks = _int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
+    ks = int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
     if ks[-1] > MAX_K:
-        raise SweepConfigError(f"{_where(doc, 'draft_k')}: K must be at most {MAX_K}")
+        raise SweepConfigError(f"{where(doc, 'draft_k')}: K must be at most {MAX_K}")
     if ks[-1] - ks[0] + 1 != len(ks):
         raise SweepConfigError(
-            f"{_where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
+            f"{where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
         )
     return ks
 
@@ -285,7 +170,7 @@ def _settings(
     """Every (gpu, tp, pair, precisions, KV dtype) that can run, in the tables' order."""
 
     def names(key: str, lookup: Callable[[str], Any], values: list[str]) -> list[str]:
-        return [_resolve(doc, lookup, n, key, i) for i, n in enumerate(values)]
+        return unique(resolve_name(doc, lookup, n, key, i) for i, n in first_occurrences(values))
 
     tq = names("target_quants", catalog.weight_format, cfg.target_quants)
     dq = names("draft_quants", catalog.weight_format, cfg.draft_quants)
@@ -294,9 +179,11 @@ def _settings(
     settings = set()
     for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
         device = catalog.gpu(gpu.name)
-        heads = _model(catalog, pair.target).num_attention_heads
+        heads = model_of(catalog, pair.target).num_attention_heads
         tps = [tp for tp in gpu.tp if heads % tp == 0]
-        _count(skipped, "tp sizes that do not divide the attention heads", len(gpu.tp) - len(tps))
+        count_skipped(
+            skipped, "tp sizes that do not divide the attention heads", len(gpu.tp) - len(tps)
+        )
         for t_q, d_q in product(tq, dq):
             sides = {
                 "target": (t_q, catalog.support(t_q, device, family)),
@@ -304,7 +191,9 @@ def _settings(
             }
             support = combined_support(sides).level
             if support == "unsupported":
-                _count(skipped, "settings with a precision the GPU cannot run", len(tps) * len(kvs))
+                count_skipped(
+                    skipped, "settings with a precision the GPU cannot run", len(tps) * len(kvs)
+                )
                 continue
             for tp, k_v in product(tps, kvs):
                 setting = Setting(
@@ -319,10 +208,11 @@ def _settings(
 def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ...] = ()) -> Plan:
     catalog = load_catalog(tuple(Path(p) for p in catalog_files))
     skipped: dict[str, int] = {}
-    contexts = _int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
-    batches = _int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
+    notes: list[str] = []
+    contexts = int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
+    batches = int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
     ks = _k_axis(cfg, doc)
-    pairs = _pairs(cfg, doc, catalog, skipped)
+    pairs = resolve_pairs(cfg, doc, catalog, skipped, notes)
     settings = _settings(cfg, doc, catalog, pairs, skipped)
     scoring = Scoring(
         cfg.speedup_model,
@@ -336,7 +226,10 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         tuple(catalog_files),
     )
     scenarios = len(pairs[0].alphas)
-    plan = Plan(cfg.name, settings, contexts, batches, scenarios, ks, scoring, skipped=skipped)
+    plan = Plan(
+        cfg.name, settings, contexts, batches, scenarios, ks, scoring, skipped=skipped,
+        notes=tuple(notes),
+    )  # fmt: skip
     return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells))
 
 

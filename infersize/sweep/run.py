@@ -57,10 +57,14 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
     for generation in partial:
         output.discard(generation)
     generation = output.start(out_dir, output.new_run_id())
-    for sub in (*OUTPUT_TABLES, "done"):
-        (generation.parts / sub).mkdir()
-    (generation.gen / "cells").mkdir()
-    atomic_write(generation.work / "plan.json", json.dumps({"run_hash": run_hash}))
+    try:
+        for sub in (*OUTPUT_TABLES, "done"):
+            (generation.parts / sub).mkdir()
+        (generation.gen / "cells").mkdir()
+        atomic_write(generation.work / "plan.json", json.dumps({"run_hash": run_hash}))
+    except BaseException:  # a run that could not even start leaves nothing behind
+        output.discard(generation)
+        raise
     return generation, False
 
 

@@ -1,0 +1,178 @@
+"""Resolving a sweep's names: models, precisions and GPUs by catalog id (errors name the YAML
+line), the (target, draft) pairs the pairing rules keep, and each pair's α per scenario."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from infersize.catalog.records import Model
+from infersize.catalog.sources import resolve_model
+from infersize.catalog.store import Catalog
+from infersize.catalog.yamlfile import YamlDocument
+from infersize.core.arrays import FloatArray
+from infersize.core.deployment import draft_is_smaller, pairing_problem
+from infersize.errors import InfersizeError
+from infersize.service.acceptance import pair_acceptance
+from infersize.sweep.config import SweepConfig, SweepConfigError, axis_values
+
+
+def where(doc: YamlDocument, *loc: int | str) -> str:
+    line = doc.line_of(tuple(loc))
+    key = ".".join(str(p) for p in loc)
+    return f"{doc.path}: " + (f"line {line}: " if line else "") + f"key '{key}'"
+
+
+def resolve_name(
+    doc: YamlDocument, lookup: Callable[[str], Any], name: str, *loc: int | str
+) -> str:
+    try:
+        record_id: str = lookup(name).id
+    except InfersizeError as exc:
+        raise SweepConfigError(f"{where(doc, *loc)}: {exc}") from None
+    return record_id
+
+
+def model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -> str:
+    """A catalog model by its id; a local folder, GGUF file or hf: id by the name given (the
+    workers load it again from there)."""
+    try:
+        source = resolve_model(name, catalog)
+    except InfersizeError as exc:
+        raise SweepConfigError(f"{where(doc, *loc)}: {exc}") from None
+    return source.model.id if source.checkpoint is None else name
+
+
+def model_of(catalog: Catalog, key: str) -> Model:
+    return resolve_model(key, catalog).model
+
+
+def int_axis(doc: YamlDocument, values: FloatArray, key: str, low: int) -> tuple[int, ...]:
+    if np.any(values != np.round(values)) or np.any(values < low):
+        raise SweepConfigError(f"{where(doc, key)}: values must be whole numbers >= {low}")
+    if len(set(values.tolist())) != len(values):
+        raise SweepConfigError(f"{where(doc, key)}: values repeat")
+    return tuple(sorted(int(v) for v in values))
+
+
+def alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[float, ...]:
+    if not np.all(np.isfinite(values)) or np.any((values < 0) | (values > 1)):
+        raise SweepConfigError(f"{where(doc, *loc)}: acceptance rates must be in [0, 1]")
+    return tuple(sorted({float(v) for v in values}))
+
+
+@dataclass(frozen=True)
+class Pair:
+    target: str
+    draft: str
+    alphas: tuple[float, ...]
+    alpha_source: str
+
+
+def first_occurrences(names: list[str]) -> list[tuple[int, str]]:
+    """(index, name) of each name's first occurrence: a name listed twice is resolved once."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        seen.setdefault(name, i)
+    return [(i, name) for name, i in seen.items()]
+
+
+def unique(keys: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(keys))
+
+
+def _explicit_pairs(
+    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, notes: list[str]
+) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
+    for i, pair in enumerate(cfg.pairs):
+        target = model_key(doc, catalog, pair.target, "pairs", i, "target")
+        draft = model_key(doc, catalog, pair.draft, "pairs", i, "draft")
+        t, d = model_of(catalog, target), model_of(catalog, draft)
+        problem = pairing_problem(t, d, cfg.allow_cross_tokenizer)
+        if problem:
+            raise SweepConfigError(
+                f"{where(doc, 'pairs', i)}: {problem}; set allow_cross_tokenizer: true to pair them"
+            )
+        if not draft_is_smaller(t, d):
+            notes.append(
+                f"{where(doc, 'pairs', i)}: draft {draft} is not smaller than {target}; kept, "
+                "as listed"
+            )
+        alphas = None
+        if pair.acceptance_rates is not None:
+            alphas = alpha_axis(
+                doc, axis_values(pair.acceptance_rates), "pairs", i, "acceptance_rates"
+            )
+        pairs[(target, draft)] = alphas
+    return pairs
+
+
+def _paired_names(
+    cfg: SweepConfig,
+    doc: YamlDocument,
+    catalog: Catalog,
+    skipped: dict[str, int],
+    notes: list[str],
+) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    pairs = _explicit_pairs(cfg, doc, catalog, notes)
+    targets = unique(
+        model_key(doc, catalog, n, "targets", i) for i, n in first_occurrences(cfg.targets)
+    )
+    drafts = unique(
+        model_key(doc, catalog, n, "drafts", i) for i, n in first_occurrences(cfg.drafts)
+    )
+    for target, draft in product(targets, drafts):
+        t, d = model_of(catalog, target), model_of(catalog, draft)
+        if pairing_problem(t, d, cfg.allow_cross_tokenizer):
+            count_skipped(skipped, "pairs with another tokenizer")
+        elif not draft_is_smaller(t, d):
+            count_skipped(skipped, "drafts not smaller than their target")
+        else:
+            pairs.setdefault((target, draft), None)
+    if not pairs:
+        raise SweepConfigError(
+            f"{doc.path}: no (target, draft) pair is left after the pairing "
+            "rule (same tokenizer family, draft smaller than target)"
+        )
+    return pairs
+
+
+def resolve_pairs(
+    cfg: SweepConfig,
+    doc: YamlDocument,
+    catalog: Catalog,
+    skipped: dict[str, int],
+    notes: list[str],
+) -> list[Pair]:
+    """Every pair with its α in each scenario: its own list, else the sweep's what-if list,
+    else the acceptance catalog (published figures or the prior: low, expected, high). Every
+    pair must have the same number of scenarios: rows are compared scenario by scenario."""
+    uniform = None
+    if cfg.acceptance_rates is not None:
+        uniform = alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates")
+    pairs = []
+    for (target, draft), own in _paired_names(cfg, doc, catalog, skipped, notes).items():
+        if own is not None:
+            pairs.append(Pair(target, draft, own, "pair"))
+        elif uniform is not None:
+            pairs.append(Pair(target, draft, uniform, "sweep"))
+        else:
+            known = pair_acceptance(model_of(catalog, target), model_of(catalog, draft), catalog)
+            pairs.append(Pair(target, draft, known.scenarios, known.source))
+    counts = {len(p.alphas) for p in pairs}
+    if len(counts) > 1:
+        raise SweepConfigError(
+            f"{doc.path}: pairs have {' and '.join(str(n) for n in sorted(counts))} acceptance "
+            "rates: every pair needs the same number of scenarios, compared position by position"
+        )
+    return pairs
+
+
+def count_skipped(skipped: dict[str, int], reason: str, n: int = 1) -> None:
+    if n:
+        skipped[reason] = skipped.get(reason, 0) + n
