@@ -1,19 +1,30 @@
-"""End-to-end sweep benchmark: wall time and peak resident memory of the whole process tree
-(the CLI and its joblib workers, sampled from /proc every 20 ms), for a sweep file and for the
-same sweep with its α axis made 10x longer.
+"""The sweep's speed against its floor, measured in one run (issue #14's figures).
 
-Usage: python benchmarks/sweep_bench.py sweeps/fleet.yaml [--jobs 2] [--scale 10]
+For a sweep file (default sweeps/fleet.yaml) and a ~100 M-cell variant of it (12 contexts, 12
+batch sizes, K up to 16), each run end to end as a user runs it (the installed command, a new
+process, tables written), REPEAT times at --jobs 1 and at --jobs 2: the median wall time and the
+peak resident memory of the whole process tree (the CLI and its workers, sampled from /proc
+every 20 ms). Then the floor of the same sweep, each part timed here as a median:
+  import   a Python process importing what a run needs (numpy, polars, pyarrow, infersize)
+  numpy    every cell's memory, speedup and best K: the core's evaluate() over all settings at
+           once, in this process
+  write    polars writing the run's final tables (Parquet and CSV) from memory
+and `infersize report` on the finished run. Prints one line per figure; README figures quote it.
+
+Usage: python benchmarks/sweep_bench.py [SWEEP] [--repeat 3] [--skip-big]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -43,62 +54,139 @@ def tree_rss_bytes(root: int) -> int:
     return total
 
 
-def run(sweep: Path, out: Path, jobs: int) -> tuple[float, int, dict]:
-    exe = shutil.which("infersize")
+def timed_process(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak tree RSS of one command."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            exe,
-            "sweep",
-            "run",
-            str(sweep),
-            "--out",
-            str(out),
-            "--jobs",
-            str(jobs),
-            "--quiet",
-            "--max-cells",
-            "2000000000",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     peak = 0
     while proc.poll() is None:
         peak = max(peak, tree_rss_bytes(proc.pid))
         time.sleep(0.02)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"sweep failed with exit code {proc.returncode}")
-    return wall, peak, json.loads((out / "manifest.json").read_text())
+        raise SystemExit(f"{' '.join(argv)} failed with exit code {proc.returncode}")
+    return wall, peak
+
+
+def sweep_runs(sweep: Path, tmp: Path, jobs: int, repeat: int) -> tuple[float, int, Path]:
+    exe = shutil.which("infersize") or "infersize"
+    walls, peaks = [], []
+    for i in range(repeat):
+        out = tmp / f"{sweep.stem}-j{jobs}-{i}"
+        argv = [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
+                "--max-cells", "2000000000"]  # fmt: skip
+        wall, peak = timed_process(argv)
+        walls.append(wall)
+        peaks.append(peak)
+    return statistics.median(walls), max(peaks), out
+
+
+def median_of(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def floor(sweep: Path, done: Path, tmp: Path, repeat: int) -> dict[str, float]:
+    """The three parts of the floor, each a median over `repeat` runs."""
+    import numpy as np
+    import polars as pl
+
+    from infersize.catalog.store import load_catalog
+    from infersize.core.deployment import stack
+    from infersize.core.engines import get_engine
+    from infersize.core.evaluate import Workload, evaluate
+    from infersize.core.speedup import get_speedup_model
+    from infersize.sweep.chunks import chunk_tasks
+    from infersize.sweep.config import load_sweep
+    from infersize.sweep.plan import build_plan
+    from infersize.sweep.score import GRID_NDIM, _grid, _numbers
+
+    imports = "import numpy, polars, pyarrow, infersize.sweep.run, infersize.cli"
+    t_import = median_of(lambda: subprocess.run([sys.executable, "-c", imports], check=True), 3)
+    config, doc = load_sweep(sweep)
+    plan = build_plan(config, doc)
+    engine = get_engine(plan.scoring.engine)
+    model = get_speedup_model(plan.scoring.speedup_model)
+    catalog = load_catalog()
+    chunks = []
+    for task in chunk_tasks(plan, 3, False):  # the run's own chunks: memory stays bounded
+        dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)
+        context, batch, alpha = _grid(task)
+        chunks.append((dep, Workload(context, batch, alpha, np.asarray(plan.ks))))
+    t_numpy = median_of(
+        lambda: [evaluate(dep, engine, model, work).optimal for dep, work in chunks], repeat
+    )
+    frames = {
+        n: pl.read_parquet(done / f"{n}.parquet") for n in ("frontier", "best_pairs", "coverage")
+    }
+
+    def write() -> None:
+        for name, frame in frames.items():
+            frame.write_parquet(tmp / f"floor-{name}.parquet", compression="zstd")
+            frame.write_csv(tmp / f"floor-{name}.csv")
+
+    t_write = median_of(write, repeat)
+    return {"import": t_import, "numpy": t_numpy, "write": t_write}
+
+
+def bigger(sweep: Path, tmp: Path) -> Path:
+    """The same fleet with 12 contexts, 12 batch sizes and K up to 16 (about 100 M cells)."""
+    config = yaml.safe_load(sweep.read_text())
+    config["name"] = f"{config.get('name', 'sweep')}-big"
+    config["context_lengths"] = [512, 1024, 2048, 4096, 8192, 12288, 16384, 24576, 32768,
+                                 65536, 98304, 131072]  # fmt: skip
+    config["batch_sizes"] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+    config["draft_k"] = {"start": 1, "stop": 16, "step": 1}
+    path = tmp / "big.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("sweep", type=Path)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--scale", type=int, default=10, help="α axis multiplied by this")
+    parser.add_argument("sweep", type=Path, nargs="?", default=Path("sweeps/fleet.yaml"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-big", action="store_true")
     args = parser.parse_args()
-    config = yaml.safe_load(args.sweep.read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        bigger = Path(tmp) / "bigger.yaml"
-        rates = config["acceptance_rates"]
-        values = rates if isinstance(rates, list) else None
-        if values is None:
-            n = round((rates["stop"] - rates["start"]) / rates["step"]) + 1
-            values = [rates["start"] + i * rates["step"] for i in range(n)]
-        low, high = min(values), max(values)
-        n_big = len(values) * args.scale
-        config["acceptance_rates"] = [
-            round(low + (high - low) * i / (n_big - 1), 6) for i in range(n_big)
-        ]
-        bigger.write_text(yaml.safe_dump(config))
-        for label, sweep in (("as given", args.sweep), (f"α axis x{args.scale}", bigger)):
-            wall, peak, manifest = run(sweep, Path(tmp) / label.replace(" ", "_"), args.jobs)
-            print(
-                f"{args.sweep.name} {label}: {manifest['cells']:,} cells, wall {wall:.2f} s "
-                f"({manifest['cells'] / wall:,.0f} cells/s end to end), peak RSS of the process "
-                f"tree {peak / 2**30:.2f} GiB, frontier {manifest['rows']['frontier']:,} rows"
-            )
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPUs, load {load:.2f} at start")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        runs = {}
+        for jobs in (1, 2):
+            wall, peak, done = sweep_runs(args.sweep, tmp, jobs, args.repeat)
+            runs[jobs] = wall
+            print(f"{args.sweep.name} --jobs {jobs}: median {wall:.2f} s, peak tree RSS "
+                  f"{peak / 2**30:.2f} GiB")  # fmt: skip
+        parts = floor(args.sweep, done, tmp, args.repeat)
+        total = sum(parts.values())
+        print(
+            "floor: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items())
+            + f" = {total:.2f} s; the sweep is {min(runs.values()) / total:.2f}x its floor"
+        )
+        report = median_of(
+            lambda: subprocess.run(["infersize", "report", str(done), "--out",
+                                    str(tmp / "r.html")], check=True, stdout=subprocess.DEVNULL),
+            args.repeat,
+        )  # fmt: skip
+        print(f"infersize report on it: median {report:.2f} s")
+        if args.skip_big:
+            return
+        big = bigger(args.sweep, tmp)
+        walls = {}
+        for jobs in (1, 2):
+            wall, peak, out = sweep_runs(big, tmp, jobs, max(1, args.repeat - 1))
+            walls[jobs] = wall
+            cells = yaml.safe_load((out / "manifest.json").read_text())["cells"]
+            print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s, peak tree RSS "
+                  f"{peak / 2**30:.2f} GiB")  # fmt: skip
+        print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {walls[1] / walls[2]:.2f}x faster")
+    print(f"load at end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ def cli_process(tmp_path: Path, *args: str) -> subprocess.Popen:
     workers too); stderr goes to tmp_path/stderr.log."""
     exe = shutil.which("infersize")
     cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
+    env = {**os.environ, "INFERSIZE_MIN_PARALLEL_CELLS": "0"}  # workers even for a small grid
     with (tmp_path / "stderr.log").open("a") as log:
         return subprocess.Popen(
-            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env
         )

@@ -328,8 +328,10 @@ def test_bench_runs_and_reports_a_ratio(runner):
     result = run(runner, "bench", "--loop-cells", "50")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("engine (numpy, chunked, with frontier/best reduction): ")
-    assert "cells/s" in lines[1] and lines[2].startswith("ratio: ")
+    assert lines[0].startswith("sweep end to end (plan, score, reduce, write tables; --jobs 1): ")
+    assert "cells/s" in lines[1] and lines[2].startswith(
+        "ratio (end to end over the loop's best): "
+    )
 
 
 def test_alpha_from_mean_acceptance_length(runner):

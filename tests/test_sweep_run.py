@@ -156,7 +156,8 @@ def test_no_frontier_row_is_dominated(small_run):
     assert front.height == front.select(groups).unique().height
 
 
-def test_jobs_1_and_2_give_byte_identical_tables(tmp_path):
+def test_jobs_1_and_2_give_byte_identical_tables(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")  # two workers even for this grid
     plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
     run_sweep(plan, tmp_path / "one", jobs=1)
     run_sweep(plan, tmp_path / "two", jobs=2)
@@ -387,3 +388,24 @@ def test_sweep_rows_equal_spec_for_the_same_cell(runner, tmp_path):
     assert spec["crossover_batch_size"] == row["crossover_batch_size"] or (
         spec["crossover_batch_size"] is None and row["crossover_batch_size"] is None
     )
+
+
+def test_small_grids_run_in_one_process(monkeypatch):
+    from infersize.sweep.run import SMALL_GRID_CELLS, jobs_for
+
+    monkeypatch.delenv("INFERSIZE_MIN_PARALLEL_CELLS", raising=False)
+    assert jobs_for(2, SMALL_GRID_CELLS - 1, 10) == 1
+    assert jobs_for(2, SMALL_GRID_CELLS, 10) == 2
+    assert jobs_for(8, 10**9, 3) == 3  # never more workers than chunks
+
+
+def test_the_resolved_config_is_compact_and_its_hash_stable(tmp_path):
+    """The resolved config lists each axis once (the settings follow from it and the catalog):
+    a few KiB whatever the grid, and the same hash for the same config."""
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    resolved = plan.resolved()
+    assert resolved["settings"] == len(plan.settings) and len(json.dumps(resolved)) < 10_000
+    again = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    assert again.config_hash() == plan.config_hash()
+    other = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan").replace("[1, 16]", "[1, 8]"))
+    assert other.config_hash() != plan.config_hash()

@@ -23,14 +23,15 @@ class _UniqueKeyLoader(_Loader):  # type: ignore[misc]
     silently)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str | int | float | bool) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' is given twice", key_node.start_mark
-                )
-            seen.add(key if isinstance(key, str | int | float | bool) else id(key_node))
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:  # keys compared as written: no second construction
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key '{key_node.value}' is given twice", key_node.start_mark
+                    )
+                seen.add(key)
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
 

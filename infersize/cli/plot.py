@@ -111,7 +111,7 @@ def plot_frontier(
     ] = None,
 ) -> None:
     """Memory vs speedup of one GPU's frontier, Pareto steps drawn, best pair labelled."""
-    from infersize.show.figures import frontier_figure, save
+    from infersize.show.figures import frontier_figure, frontier_plot, save
     from infersize.sweep.best import Filters, best_pairs, frontier_rows
 
     filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha)
@@ -121,5 +121,5 @@ def plot_frontier(
         raise InfersizeError(f"{output_dir}: no fitting rows for {gpu} in this selection")
     gpu_id = best["gpu"][0]
     frontier = frontier_rows(output_dir, gpu_id, selection)
-    figure = frontier_figure(frontier, best, gpu_id, selection.describe())
+    figure = frontier_figure(frontier_plot(frontier, best, gpu_id, selection.describe()))
     typer.echo(str(save(figure, out)))

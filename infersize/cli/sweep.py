@@ -36,7 +36,7 @@ MaxCells = Annotated[
 ]
 
 
-def _plan(path: Path, max_cells: int | None) -> tuple[SweepConfig, Plan]:
+def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepConfig, Plan]:
     from infersize.sweep.config import cells_upper_bound, load_sweep
     from infersize.sweep.plan import build_plan
 
@@ -49,6 +49,11 @@ def _plan(path: Path, max_cells: int | None) -> tuple[SweepConfig, Plan]:
             f"that do not apply are left out), over the limit of {limit:,}; raise it with "
             "--max-cells or max_cells: in the YAML"
         )
+    if warm_jobs > 1:
+        from infersize.sweep.run import jobs_for, warm_workers
+
+        if jobs_for(warm_jobs, upper, warm_jobs) > 1:  # start them while the plan is built
+            warm_workers(warm_jobs)
     base = path.parent
     overlays = tuple(
         str((base / p) if not Path(p).is_absolute() else Path(p)) for p in config.catalog
@@ -104,7 +109,7 @@ def run(
 ) -> None:
     """Score every cell of the grid and write frontier and best-pair tables."""
     _check_run_options(jobs, backend, scheduler)
-    config, plan = _plan(file, max_cells)
+    config, plan = _plan(file, max_cells, jobs if backend == "loky" else 1)
     out_dir = output_folder(out, config.output.dir, config.name)
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)

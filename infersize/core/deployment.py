@@ -191,6 +191,21 @@ def with_trailing_axis(record: T) -> T:
     return result
 
 
+def select(record: T, index: np.ndarray) -> T:
+    """The stacked deployments at `index` (one per row), as 1-D arrays: a stacked field of
+    shape (settings, 1, ...) becomes (rows,); scalars stay."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        if dataclasses.is_dataclass(value):
+            value = select(value, index)
+        elif isinstance(value, np.ndarray) and value.ndim:
+            value = value[(index,) + (0,) * (value.ndim - 1)]
+        values[f.name] = value
+    result: T = dataclasses.replace(record, **values)  # type: ignore[type-var]
+    return result
+
+
 def stack(items: Sequence[T], ndim: int) -> T:
     """One dataclass like items[0] whose numeric fields are arrays of shape (len(items), 1, ...),
     `ndim` dimensions in all, so they broadcast against the grid axes that follow."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,10 +54,18 @@ def save(fig: Figure, out: Path) -> Path:
     return out
 
 
+REPORT_MARGINS = {"left": 0.09, "right": 0.98, "bottom": 0.11, "top": 0.88}
+
+
 def svg_text(fig: Figure) -> str:
-    """The figure as inline SVG (for the HTML report)."""
+    """The figure as inline SVG (for the HTML report): text as text (the browser's fonts, not
+    glyph outlines) and fixed margins, so one draw makes it (a tight bounding box takes two)."""
+    import matplotlib
+
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    fig.subplots_adjust(**REPORT_MARGINS)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg")
     fig.clear()
     svg = buffer.getvalue()
     return svg[svg.index("<svg") :]
@@ -108,32 +117,88 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     return fig
 
 
-def frontier_figure(frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str) -> Figure:
-    """Memory vs speedup of one GPU's frontier rows (one colour per target), each target's
-    Pareto steps (its `front_speedup` column) drawn, and each target's best pair labelled."""
-    fig, ax = _new_figure(7.5, 4.8)
+@dataclass(frozen=True)
+class TargetSeries:
+    name: str
+    memory_gib: list[float]
+    speedup: list[float]
+    steps_gib: list[float]  # its Pareto steps (the rows `on_front`)
+    steps_speedup: list[float]
+
+
+@dataclass(frozen=True)
+class FrontierPlot:
+    """What a frontier figure shows, as plain numbers (drawable in a forked process that
+    never touches the tables' library)."""
+
+    gpu: str
+    selection: str
+    targets: list[TargetSeries]
+    best: list[tuple[str, float, float]]  # (label, memory GiB, speedup) of each best pair
+
+
+def frontier_plot(
+    frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str
+) -> FrontierPlot:
+    """One GPU's frontier rows (one series per target) and its best pairs, from the tables."""
+    targets = []
     for (target,), rows in frontier.group_by(["target"], maintain_order=True):
-        points = ax.scatter(rows["combined_gib"], rows["speedup"], s=18, label=target)
         steps = rows.filter(rows["on_front"])
-        ax.step(
-            steps["combined_gib"],
-            steps["speedup"],
-            where="post",
-            alpha=0.5,
-            color=points.get_facecolor()[0],
-        )
-    for row in best.iter_rows(named=True):
-        ax.annotate(
-            f"{row['draft']} {row['draft_quant']} K={row['optimal_k']}",
-            (row["combined_gib"], row["speedup"]),
-            textcoords="offset points",
-            xytext=(5, 5),
-            fontsize=7,
-        )
-        ax.plot([row["combined_gib"]], [row["speedup"]], marker="*", markersize=12, color="black")
+        targets.append(
+            TargetSeries(
+                str(target), rows["combined_gib"].to_list(), rows["speedup"].to_list(),
+                steps["combined_gib"].to_list(), steps["speedup"].to_list(),
+            )
+        )  # fmt: skip
+    stars = [
+        (f"{r['draft']} {r['draft_quant']} K={r['optimal_k']}", r["combined_gib"], r["speedup"])
+        for r in best.iter_rows(named=True)
+    ]
+    return FrontierPlot(gpu, selection, targets, stars)
+
+
+def frontier_figure(plot: FrontierPlot) -> Figure:
+    """Memory vs speedup of one GPU's frontier rows (one colour per target), each target's
+    Pareto steps drawn, and each target's best pair starred and labelled."""
+    import matplotlib
+
+    fig, ax = _new_figure(7.5, 4.8)
+    palette = matplotlib.colormaps["tab20" if len(plot.targets) > 10 else "tab10"]
+    colors = [palette(i) for i in range(palette.N)]
+    for i, series in enumerate(plot.targets):  # up to 20 targets, each colour and marker once
+        color, marker = colors[i % len(colors)], "os^Dv"[(i // len(colors)) % 5]
+        ax.scatter(series.memory_gib, series.speedup, s=18, label=series.name, color=color,
+                   marker=marker)  # fmt: skip
+        ax.step(series.steps_gib, series.steps_speedup, where="post", alpha=0.5, color=color)
+    right = max((b[1] for b in plot.best), default=0.0) * 0.6
+    for label, memory, speedup in plot.best:  # labels of the rightmost stars point left
+        left = memory > right
+        ax.annotate(label, (memory, speedup), textcoords="offset points", fontsize=7,
+                    xytext=(-5 if left else 5, 5), ha="right" if left else "left")  # fmt: skip
+    if plot.best:
+        xs, ys = [b[1] for b in plot.best], [b[2] for b in plot.best]
+        ax.plot(xs, ys, linestyle="none", marker="*", markersize=12, color="black")
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
-    ax.set_title(f"{gpu}: frontier at {selection} (★ best)")
+    ax.set_title(f"{plot.gpu}: frontier (★ best pair)\nat {plot.selection}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return fig
+
+
+def frontier_svgs(plots: Sequence[FrontierPlot]) -> list[str]:
+    """Every plot as inline SVG; with several CPUs, drawn in forked processes (matplotlib
+    draws one figure at a time). The plots are plain numbers: the children use no library
+    that holds threads, which a fork would leave locked."""
+    import multiprocessing
+    import os
+
+    workers = min(len(plots), os.cpu_count() or 1)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_frontier_svg(p) for p in plots]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(_frontier_svg, plots)
+
+
+def _frontier_svg(plot: FrontierPlot) -> str:
+    return svg_text(frontier_figure(plot))

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from infersize import __version__
-from infersize.show.figures import frontier_figure, svg_text
+from infersize.show.figures import frontier_plot, frontier_svgs
 from infersize.show.terminal import BEST_COLUMNS, best_rows
 
 STYLE = """
@@ -40,14 +40,13 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str)
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _section(section: GpuSection, selection: str) -> str:
+def _section(section: GpuSection, figure: str) -> str:
     gpu, rows = section.gpu, section.best
-    figure = frontier_figure(section.frontier, rows, gpu, selection)
     return (
         f'<section class="gpu" id="gpu-{html.escape(gpu)}"><h2>{html.escape(gpu)} '
         f"({html.escape(rows['gpu_name'][0])})</h2>"
         f"{_table(BEST_COLUMNS, best_rows(rows.to_dicts()), f'best-{gpu}')}"
-        f"<figure>{svg_text(figure)}<figcaption>Frontier: memory vs speedup per target; "
+        f"<figure>{figure}<figcaption>Frontier: memory vs speedup per target; "
         "★ the best draft pair.</figcaption></figure></section>"
     )
 
@@ -64,7 +63,9 @@ def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], sele
         f"Best draft pair per GPU at {selection} "
         "(ranked by speculative tokens/s; all selections are in best_pairs.parquet)."
     )
-    body = "".join(_section(s, selection) for s in sections)
+    plots = [frontier_plot(s.frontier, s.best, s.gpu, selection) for s in sections]
+    figures = frontier_svgs(plots)
+    body = "".join(_section(s, figure) for s, figure in zip(sections, figures, strict=True))
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f"{html.escape(title)}</title><style>{STYLE}</style></head><body>"

@@ -206,11 +206,14 @@ def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
     return Answer(rows, chosen, notes)
 
 
-def frontier_rows(out_dir: Path, gpu: str, selection: Selection) -> pl.DataFrame:
+def frontier_rows(
+    out_dir: Path, gpu: str, selection: Selection, frontier: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """One GPU's frontier rows at a selection, by target and rising memory, with `on_front`:
     the rows that raise the target's best speedup so far (its Pareto steps across TP,
-    precisions and KV dtypes)."""
-    frame = _at(read_table(out_dir, "frontier").filter(pl.col("gpu") == gpu), selection)
+    precisions and KV dtypes). `frontier`: the table, when the caller has read it already."""
+    table = read_table(out_dir, "frontier") if frontier is None else frontier
+    frame = _at(table.filter(pl.col("gpu") == gpu), selection)
     frame = frame.sort(["target", "combined_gib", "speedup"], descending=[False, False, True])
     frame = frame.with_columns(best_so_far=pl.col("speedup").cum_max().over("target"))
     previous = pl.col("best_so_far").shift(1).over("target")

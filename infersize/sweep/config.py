@@ -123,7 +123,7 @@ class SweepConfig(_Strict):
     memory_headroom: float = Field(default=0.0, ge=0, lt=1)
     allow_cross_tokenizer: bool = False
     max_cells: int = Field(default=100_000_000, ge=1)
-    chunk_cells: int = Field(default=1_000_000, ge=1_000)
+    chunk_cells: int | None = Field(default=None, ge=1_000)  # None: from the grid (plan.py)
     catalog: list[str] = []
     output: OutputConfig = OutputConfig()
 

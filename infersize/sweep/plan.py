@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -113,15 +114,47 @@ class Plan:
         }
 
     def resolved(self) -> dict[str, Any]:
-        """Everything that determines the tables (no paths, no timestamps)."""
-        out = asdict(self)
-        out.pop("chunks")
-        out.pop("notes")
-        out["settings"] = [asdict(s) for s in self.settings]
-        out["infersize_version"] = __version__
-        return out
+        """Everything that determines the tables, given the catalog (no paths, no timestamps),
+        compactly: each axis's values as resolved, not every setting. The settings are the
+        product of these axes less what the catalog rules out (TP sizes that do not divide the
+        heads, precisions a GPU cannot run), so this and the catalog's bytes fix them."""
+        return self._resolved
+
+    @cached_property
+    def _resolved(self) -> dict[str, Any]:
+        pairs = sorted({(s.target, s.draft, s.alphas, s.alpha_source) for s in self.settings})
+        gpus: dict[str, tuple[set[int], float | None]] = {}
+        for s in self.settings:
+            gpus.setdefault(s.gpu, (set(), s.price_usd_per_hour))[0].add(s.tp)
+        return {
+            "name": self.name,
+            "infersize_version": __version__,
+            "pairs": [
+                {"target": t, "draft": d, "acceptance_rates": list(a), "acceptance_source": src}
+                for t, d, a, src in pairs
+            ],
+            "gpus": [
+                {"gpu": gpu, "tp": sorted(tps), "price_usd_per_hour": price}
+                for gpu, (tps, price) in sorted(gpus.items())
+            ],
+            **{
+                f"{name}s": sorted({getattr(s, name) for s in self.settings})
+                for name in ("target_quant", "draft_quant", "kv_dtype")
+            },
+            "context_lengths": list(self.contexts),
+            "batch_sizes": list(self.batches),
+            "acceptance_scenarios": self.scenarios,
+            "draft_k": list(self.ks),
+            "scoring": asdict(self.scoring),
+            "settings": len(self.settings),
+            "skipped": dict(self.skipped),
+        }
 
     def config_hash(self) -> str:
+        return self._config_hash
+
+    @cached_property
+    def _config_hash(self) -> str:
         text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -230,7 +263,14 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
         cfg.name, settings, contexts, batches, scenarios, ks, scoring, skipped=skipped,
         notes=tuple(notes),
     )  # fmt: skip
-    return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells))
+    return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells or auto_chunk_cells(plan)))
+
+
+def auto_chunk_cells(plan: Plan) -> int:
+    """Cells per chunk when the sweep does not say: 1 M, and 2 M for grids over 20 M cells,
+    where fewer, larger chunks spend less on what every chunk repeats (resolving its sides,
+    building and writing its parts); measured by benchmarks/sweep_bench.py."""
+    return 2_000_000 if plan.total_cells > 20_000_000 else 1_000_000
 
 
 def _groups(settings: tuple[Setting, ...]) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -68,11 +69,44 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
     return generation, False
 
 
+SMALL_GRID_CELLS = 2_000_000  # below this, starting workers costs more than they save
+_warming: list[threading.Thread] = []
+
+
+def jobs_for(jobs: int, cells: float, chunks: int) -> int:
+    """Workers worth starting: none for a small grid (INFERSIZE_MIN_PARALLEL_CELLS, default
+    2 M cells, moves the line), never more than its chunks."""
+    smallest = int(os.environ.get("INFERSIZE_MIN_PARALLEL_CELLS", SMALL_GRID_CELLS))
+    return 1 if cells < smallest else max(1, min(jobs, chunks))
+
+
+def _import_in_worker() -> int:
+    import infersize.sweep.chunks  # noqa: F401 - what run_chunk needs, imported ahead
+
+    return os.getpid()
+
+
+def warm_workers(jobs: int) -> None:
+    """Start `jobs` loky workers and their imports in a background thread, so they overlap
+    with planning; the run's own joblib call reuses them (loky's reusable executor)."""
+    from joblib import Parallel, delayed, parallel_config
+
+    def warm() -> None:
+        with parallel_config(backend="loky", n_jobs=jobs, inner_max_num_threads=1):
+            Parallel(n_jobs=jobs)(delayed(_import_in_worker)() for _ in range(jobs))
+
+    thread = threading.Thread(target=warm, name="infersize-warm-workers", daemon=True)
+    thread.start()
+    _warming.append(thread)
+
+
 def _execute(
     tasks: list[ChunkTask], where: Where, jobs: int, backend: str, scheduler: str | None
 ) -> Iterator[ChunkDone]:
     from joblib import Parallel, delayed, parallel_config
 
+    while _warming:  # workers started ahead are this run's
+        _warming.pop().join()
     if not tasks:
         return
     if backend == "dask":
@@ -128,7 +162,12 @@ def merge_tables(generation: Generation, n_chunks: int, formats: list[str]) -> d
             _sink(frame, generation.gen / f"{name}.parquet", "parquet", schema)
         if "csv" in formats:
             _sink(frame, generation.gen / f"{name}.csv", "csv")
-        rows[name] = frame.select(pl.len()).collect().item()
+        if "parquet" in formats:  # the count is in the footer just written
+            import pyarrow.parquet as pq
+
+            rows[name] = pq.read_metadata(generation.gen / f"{name}.parquet").num_rows
+        else:
+            rows[name] = frame.select(pl.len()).collect().item()
     return rows
 
 
@@ -249,8 +288,11 @@ def _run_locked(
     ]
     main_pid = 0 if options.backend == "dask" else os.getpid()
     where = Where(str(generation.parts), str(generation.gen), main_pid)
+    jobs = options.jobs
+    if options.backend == "loky":
+        jobs = jobs_for(options.jobs, plan.total_cells, len(tasks))
     score_start = time.perf_counter()
-    for finished in _execute(tasks, where, options.jobs, options.backend, options.scheduler):
+    for finished in _execute(tasks, where, jobs, options.backend, options.scheduler):
         if on_chunk:
             on_chunk(finished)
     score_s = time.perf_counter() - score_start

@@ -3,13 +3,14 @@ reduced to its frontier and best-pair rows before it returns (bounded memory).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
-from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, stack
+from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, select, stack
 from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
@@ -41,6 +42,8 @@ class Scored:
     """Row-wise results of a chunk: per (setting, context, batch, scenario) at the best K."""
 
     columns: dict[str, FloatArray]  # numeric columns, one value per row
+    # columns computed only for the rows that reach a table: name -> f(row indices) -> values
+    lazy: dict[str, Callable[[IntArray], FloatArray]]
     setting: IntArray  # row → index into task.settings
     valid: BoolArray  # some K fits
     scenario: IntArray  # row → acceptance scenario
@@ -85,12 +88,9 @@ def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
     return context, batch, alpha
 
 
-def _columns(
-    best: Point, dep: DeploymentNumbers, task: ChunkTask, engine: Engine
-) -> dict[str, FloatArray]:
+def _columns(best: Point, dep: DeploymentNumbers) -> dict[str, FloatArray]:
     shape = best.k.shape  # (S, C, B, A)
     mem = best.memory
-    context, _, alpha = _grid(task)
 
     def full(values: FloatArray | None) -> FloatArray:
         return np.full(shape, np.nan) if values is None else floats(np.broadcast_to(values, shape))
@@ -122,8 +122,6 @@ def _columns(
         "speculative_ms_per_token": best.speculative_ms_per_token,
         "price_usd_per_hour": full(floats(dep.price_usd_per_hour)),
         "usd_per_mtok": best.usd_per_mtok,
-        # smallest batch at which speculation at this α and K stops paying (roofline)
-        "crossover_batch_size": crossover_batch(dep, engine, context, alpha, floats(best.k)),
         # vLLM-style engines: the KV pool per GPU left after weights and activations, and how
         # many sequences of this context it holds at once (null for the plain engine)
         "kv_pool_gib": full(None if mem.pool is None else mem.pool.kv_pool / GIB),
@@ -147,11 +145,23 @@ def score(task: ChunkTask) -> Scored:
     ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
     best = ev.optimal
     shape = best.k.shape  # (S, C, B, A)
-    columns = _columns(best, dep, task, engine)
+    columns = _columns(best, dep)
     rows = {name: floats(np.broadcast_to(v, shape)).ravel() for name, v in columns.items()}
     cells = _cells(task, ev, shape) if task.with_cells else None
     index = np.indices(shape)
-    return Scored(rows, index[0].ravel(), ev.fits_any.ravel(), index[3].ravel(), cells)
+    k = floats(best.k).ravel()
+
+    def crossover(picked: IntArray) -> FloatArray:
+        """The smallest batch at which speculation at the row's α and K stops paying
+        (roofline): a ladder of step times per row, so only for rows that reach a table."""
+        s, c, _, a = np.unravel_index(picked, shape)
+        context, _, alpha = _grid(task)
+        return crossover_batch(
+            select(dep, s), engine, context.ravel()[c], alpha[s, 0, 0, a], k[picked]
+        )
+
+    lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}
+    return Scored(rows, lazy, index[0].ravel(), ev.fits_any.ravel(), index[3].ravel(), cells)
 
 
 def _cells(task: ChunkTask, ev: Evaluation, shape: tuple[int, ...]) -> dict[str, FloatArray]:

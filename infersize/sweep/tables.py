@@ -95,6 +95,8 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray 
     for name in (c.name for c in COLUMNS if c.name not in columns):
         if name in values:
             columns[name] = _number(name, values[name][rows])
+        elif name in scored.lazy:
+            columns[name] = _number(name, scored.lazy[name](rows))
     if rank is not None:
         columns["rank"] = pa.array(rank.astype(np.int64))
     names = table_names(with_rank=rank is not None)
