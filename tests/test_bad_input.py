@@ -33,7 +33,7 @@ def spec_with(**changes: str) -> list[str]:
 SPEC = [
     (spec_with(target="qwen9-999b"), "unknown model 'qwen9-999b'"),
     (spec_with(target=""), "unknown model ''"),
-    (spec_with(target="./no/such/folder"), "no config.json there"),
+    (spec_with(target="./no/such/folder"), "no/such/folder: no such folder"),
     (spec_with(target="missing.gguf"), "missing.gguf: no such file"),
     (spec_with(draft="llama-3.2-1b"), "add --allow-cross-tokenizer"),
     (spec_with(gpu="h1000"), "unknown gpu 'h1000'"),

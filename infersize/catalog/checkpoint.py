@@ -193,6 +193,8 @@ def _safetensors_files(folder: Path) -> list[Path]:
 
 def load_folder(folder: Path) -> Checkpoint:
     config_path = folder / "config.json"
+    if not folder.exists():
+        raise CheckpointError(f"{folder}: no such folder")
     if not config_path.is_file():
         raise CheckpointError(
             f"{folder}: no config.json there (is it a Hugging Face model folder?)"

@@ -12,7 +12,7 @@ from infersize.cli.app import app, flag, print_json
 from infersize.errors import InfersizeError
 
 
-@app.command()
+@app.command(epilog="Example: infersize alpha --mean-accepted-tokens 3.28 --draft-k 4")
 def alpha(
     draft_k: Annotated[int, typer.Option("--draft-k", help="K the metric was measured at.")],
     mean_accepted_tokens: Annotated[

@@ -4,6 +4,7 @@ line shows the traceback instead."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from typing import Any, NoReturn
@@ -27,6 +28,19 @@ def fail(message: str, prefix: str = "error", code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def _usage_message(exc: typer.TyperException) -> str:
+    """Click's message, with its "Possible options" only when one is close to what was typed
+    (click offers the best of a weak lot: --bogus would get --gpu)."""
+    message = exc.format_message()
+    typed = getattr(exc, "option_name", None)
+    possible = getattr(exc, "possibilities", None)
+    if typed and possible is not None and "(Possible options:" in message:
+        close = difflib.get_close_matches(typed, possible, n=3, cutoff=0.75)
+        head = message.split(" (Possible options:")[0]
+        return f"{head} (did you mean {', '.join(close)}?)" if close else head
+    return message
+
+
 def _message(exc: InfersizeError) -> str:
     return exc.render(flag) if isinstance(exc, ValueRangeError) else str(exc)
 
@@ -42,6 +56,9 @@ class CleanErrors(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        from infersize.show.terminal import ascii_safe_streams
+
+        ascii_safe_streams()  # a latin-1 or ASCII terminal gets "alpha", not a crash
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv
         argv = [a for a in argv if a != "--debug"]
@@ -55,7 +72,10 @@ class CleanErrors(TyperGroup):
         except typer.TyperException as exc:  # usage errors: bad option, missing value, ...
             if debug:
                 raise
-            fail(exc.format_message())
+            message = _usage_message(exc)
+            if not message:  # bare `infersize`: the help was the answer
+                sys.exit(0)
+            fail(message)
         except InfersizeError as exc:
             if debug:
                 raise
@@ -74,10 +94,25 @@ class CleanErrors(TyperGroup):
 app = typer.Typer(
     cls=CleanErrors,
     help="Size speculative decoding: will target + draft fit on the GPU, and how much faster?",
+    epilog="Example: infersize spec --target llama-3.1-8b --draft llama-3.2-1b --gpu h100",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    """Help shows what to type: nothing after a flag, FILE... for file lists, not `<bool>`
+    and `<list[Path]>`."""
+    if self.metavar is not None:
+        return self.metavar
+    if self.is_flag:
+        return None
+    label = self.display_type(ctx)
+    return {"<list[Path]>": "FILE...", "<Path>": "PATH", "<Path | None>": "PATH"}.get(label, label)
+
+
+typer.core.TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
 
 
 def _version(value: bool) -> None:
@@ -91,8 +126,11 @@ def main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    debug: bool = typer.Option(
+        False, "--debug", help="On an error, show the traceback (works anywhere on the line)."
+    ),
 ) -> None:
-    """Speculative-decoding sizer. `--debug` anywhere shows tracebacks."""
+    """Size speculative decoding: will target + draft fit on the GPU, and how much faster?"""
 
 
 def print_json(obj: Any) -> None:

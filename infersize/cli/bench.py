@@ -10,14 +10,13 @@ from infersize.cli.app import app
 from infersize.errors import InfersizeError
 
 
-@app.command()
+@app.command(epilog="Example: infersize bench --loop-cells 1000")
 def bench(
     loop_cells: Annotated[
         int, typer.Option("--loop-cells", help="Cells timed in the Python loop.")
     ] = 3000,
 ) -> None:
-    """Cells/s of a sweep end to end (plan, score, reduce, write; one process) against a
-    plain-Python loop calling the same core functions once per cell."""
+    """Cells/s of a sweep end to end against a plain-Python loop over the same functions."""
     if loop_cells < 1:
         raise InfersizeError(f"--loop-cells must be at least 1, got {loop_cells}")
     from infersize.sweep.bench import run_bench

@@ -46,7 +46,7 @@ def print_best(
         typer.echo(f"note: {note}")
 
 
-@app.command("best")
+@app.command("best", epilog="Example: infersize best outputs/quickstart --gpu h100 --top 3")
 def best(
     output_dir: opt.OutputDir,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")] = None,

@@ -45,7 +45,7 @@ def _model_json(model: Model) -> dict[str, Any]:
     return out
 
 
-@models_app.command("list")
+@models_app.command("list", epilog="Example: infersize models list")
 def models_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> None:
     """Every model in the catalog, with its parameter count."""
     rows = [_model_json(m) for m in _catalog(catalog).models.records.values()]
@@ -73,7 +73,7 @@ def models_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> 
     )
 
 
-@models_app.command("show")
+@models_app.command("show", epilog="Example: infersize models show qwen2.5-7b")
 def models_show(
     name: Annotated[
         str,
@@ -111,7 +111,7 @@ def _gpu_json(gpu: Gpu) -> dict[str, Any]:
     return out
 
 
-@gpus_app.command("list")
+@gpus_app.command("list", epilog="Example: infersize gpus list")
 def gpus_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> None:
     """Every GPU in the catalog."""
     rows = [_gpu_json(g) for g in _catalog(catalog).gpus.records.values()]
@@ -139,7 +139,7 @@ def gpus_list(catalog: opt.CatalogFiles = None, as_json: opt.Json = False) -> No
     )
 
 
-@gpus_app.command("show")
+@gpus_app.command("show", epilog="Example: infersize gpus show h100")
 def gpus_show(
     name: Annotated[str, typer.Argument(help="GPU id or alias.")],
     catalog: opt.CatalogFiles = None,

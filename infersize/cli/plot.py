@@ -20,7 +20,9 @@ plot_app = typer.Typer(
 app.add_typer(plot_app, name="plot")
 
 
-@plot_app.command("k")
+@plot_app.command(
+    "k", epilog="Example: infersize plot k --alpha 0.6 --alpha 0.8 --latency-ratio 12 --out k.png"
+)
 def plot_k(
     alpha: Annotated[
         list[float], typer.Option("--alpha", help="Acceptance rates, one curve each (repeat).")
@@ -54,7 +56,11 @@ def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
     save(speedup_vs_k_figure(curves, gamma, result.draft_k, title), out)
 
 
-@plot_app.command("batch")
+@plot_app.command(
+    "batch",
+    epilog="Example: infersize plot batch --target llama-3.1-8b --draft llama-3.2-1b --gpu h100 "
+    "--out batch.png",
+)
 def plot_batch(
     target: opt.Target,
     draft: opt.Draft,
@@ -95,7 +101,10 @@ def plot_batch(
     typer.echo(str(save(speedup_vs_batch_figure(curve, label), out)))
 
 
-@plot_app.command("frontier")
+@plot_app.command(
+    "frontier",
+    epilog="Example: infersize plot frontier outputs/quickstart --gpu h100 --out frontier.png",
+)
 def plot_frontier(
     output_dir: opt.OutputDir,
     gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],

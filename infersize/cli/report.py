@@ -12,7 +12,7 @@ from infersize.cli.app import app
 from infersize.errors import InfersizeError
 
 
-@app.command("report")
+@app.command("report", epilog="Example: infersize report outputs/quickstart")
 def report(
     output_dir: opt.OutputDir,
     out: Annotated[

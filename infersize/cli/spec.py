@@ -15,7 +15,10 @@ Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^
 Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs K (.png or .svg).")]
 
 
-@app.command()
+@app.command(
+    epilog="Example: infersize spec --target llama-3.1-8b --draft llama-3.2-1b --gpu h100 "
+    "--engine vllm --batch-size 8"
+)
 def spec(
     target: opt.Target,
     draft: opt.Draft,

@@ -62,7 +62,7 @@ def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepC
     return config, plan
 
 
-@sweep_app.command("validate")
+@sweep_app.command("validate", epilog="Example: infersize sweep validate sweeps/quickstart.yaml")
 def validate(file: SweepFile, max_cells: MaxCells = None) -> None:
     """Check a sweep file and print its cell count per axis; writes nothing."""
     _config, plan = _plan(file, max_cells)
@@ -78,7 +78,7 @@ def validate(file: SweepFile, max_cells: MaxCells = None) -> None:
         typer.echo(f"note: {note}")
 
 
-@sweep_app.command("run")
+@sweep_app.command("run", epilog="Example: infersize sweep run sweeps/quickstart.yaml")
 def run(
     file: SweepFile,
     out: Annotated[
@@ -137,9 +137,12 @@ def run(
 
 
 def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
-    from infersize.cli.best import print_best
-    from infersize.show.terminal import console
-    from infersize.sweep.best import Filters
+    """What the run found, in the terminal's width and height: per GPU, its highest speedup
+    (target, draft, K) and how many targets have a pair; `best` and `report` show the rest."""
+    import shutil
+
+    from infersize.show.terminal import console, render_table
+    from infersize.sweep.best import Filters, best_pairs
 
     err.print(
         f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
@@ -147,7 +150,27 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         f"{manifest['rows']['frontier']:,} rows, best_pairs "
         f"{manifest['rows']['best_pairs']:,} rows"
     )
-    print_best(console(), out_dir, Filters())
+    answer = best_pairs(out_dir, Filters())
+    if answer.selection is None or answer.rows.is_empty():
+        typer.echo("no fitting draft pair at the default selection")
+        return
+    size = shutil.get_terminal_size((100, 40))  # COLUMNS and LINES, else the terminal's
+    rows = []
+    for (gpu,), group in answer.rows.group_by(["gpu"], maintain_order=True):
+        top = group.sort("speedup", descending=True).row(0, named=True)
+        tp = f" tp{top['tp']}" if top["tp"] != 1 else ""
+        rows.append([str(gpu), f"{top['target']} {top['target_quant']}{tp}",
+                     f"{top['draft']} {top['draft_quant']}", str(top["optimal_k"]),
+                     f"{top['speedup']:.2f}x", str(group.height)])  # fmt: skip
+    shown = rows[: max(3, size.lines - 12)]
+    render_table(
+        console(width=size.columns),
+        f"Highest speedup per GPU at {answer.selection.describe()}",
+        ["gpu", "target", "draft", "K", "speedup", "targets"],
+        shown,
+    )
+    more = f"{len(rows) - len(shown)} more GPUs; " if len(shown) < len(rows) else ""
+    typer.echo(f"{more}every target's best pair: infersize best {out_dir} (report: HTML)")
 
 
 def output_folder(out: Path | None, configured: str | None, name: str) -> Path:

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
+from infersize.show.terminal import ASCII_FALLBACK
 
 UNITS = {"gib": (2**30, "GiB"), "gb": (1e9, "GB")}
 TITLE = "SPECULATIVE DECODING JOINT SIZER & {model}"
@@ -24,7 +25,9 @@ def _size(n_bytes: float, units: str) -> str:
 
 
 def _line(console: Console, label: str, value: str | Text, width: int = LABEL_WIDTH) -> None:
-    text = Text(f"{label + ':':<{width}}")
+    if not console.encoding.lower().startswith("utf"):  # spelt out before the padding
+        label = label.translate(ASCII_FALLBACK)
+    text = Text(f"{label + ':':<{max(width, len(label) + 2)}}")
     text.append(value if isinstance(value, Text) else Text(value))
     console.print(text, highlight=False, soft_wrap=True)
 
@@ -54,7 +57,11 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         )
     else:
         _line(console, "Draft Model", "none (the target alone, no speculation)")
-    verdict = Text(f"{_size(r.combined_bytes, units)} (")
+    parts = f"target {_size(t.total_bytes, units).split()[0]}"
+    if dr:
+        parts += f" + draft {_size(dr.total_bytes, units).split()[0]}"
+    parts += f" + overhead {_size(r.overhead_bytes, units).split()[0]}"
+    verdict = Text(f"{_size(r.combined_bytes, units)} = {parts} (")
     verdict.append(
         r.verdict.capitalize() if r.verdict in ("safe", "tight") else r.verdict,
         style=VERDICT_STYLE[r.verdict],
