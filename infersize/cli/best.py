@@ -49,7 +49,7 @@ def print_best(
 @app.command("best", epilog="Example: infersize best outputs/quickstart --gpu h100 --top 3")
 def best(
     output_dir: opt.OutputDir,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")] = None,
+    gpu: opt.GpuFilter = None,
     target: Annotated[str | None, typer.Option("--target", help="Only this target model.")] = None,
     tp: Annotated[int | None, typer.Option("--tp", help="Only this tensor-parallel size.")] = None,
     target_quant: Annotated[
@@ -59,25 +59,10 @@ def best(
         str | None, typer.Option("--draft-quant", help="Only this draft precision.")
     ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="Only this engine.")] = None,
-    context: Annotated[
-        int | None, typer.Option("--context-length", help="Default: the smallest swept.")
-    ] = None,
-    batch: Annotated[
-        int | None, typer.Option("--batch-size", help="Default: the smallest swept.")
-    ] = None,
-    alpha: Annotated[
-        float | None,
-        typer.Option(
-            "--alpha", help="α, when every pair shares it (default: nearest 0.7).", min=0, max=1
-        ),
-    ] = None,
-    scenario: Annotated[
-        int | None,
-        typer.Option(
-            "--scenario",
-            help="Acceptance scenario, when pairs have their own α (default: the middle one).",
-        ),
-    ] = None,
+    context: opt.SliceContext = None,
+    batch: opt.SliceBatch = None,
+    alpha: opt.SliceAlpha = None,
+    scenario: opt.SliceScenario = None,
     top: Annotated[
         int, typer.Option("--top", help="Show the top N ranks (at most 100).", min=1, max=100)
     ] = 1,

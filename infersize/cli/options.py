@@ -111,3 +111,25 @@ CatalogFiles = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")]
 FigureOut = Annotated[Path, typer.Option("--out", "-o", help="Figure file, .png or .svg.")]
 OutputDir = Annotated[Path, typer.Argument(help="A sweep's output folder.")]
+
+
+# A slice of a sweep's tables (best, report, plot frontier)
+SliceContext = Annotated[
+    int | None, typer.Option("--context-length", help="Default: the smallest swept.")
+]
+SliceBatch = Annotated[
+    int | None, typer.Option("--batch-size", help="Default: the smallest swept.")
+]
+SliceAlpha = Annotated[
+    float | None,
+    typer.Option(
+        "--alpha", help="α, when every pair shares it (default: nearest 0.7).", min=0, max=1
+    ),
+]
+SliceScenario = Annotated[
+    int | None,
+    typer.Option(
+        "--scenario", help="Acceptance scenario, when pairs have their own α (default: the middle)."
+    ),
+]
+GpuFilter = Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")]

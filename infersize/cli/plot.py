@@ -109,21 +109,18 @@ def plot_frontier(
     output_dir: opt.OutputDir,
     gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],
     out: opt.FigureOut,
-    alpha: Annotated[
-        float | None, typer.Option("--alpha", help="Acceptance rate (default: nearest 0.7).")
-    ] = None,
-    context: Annotated[
-        int | None, typer.Option("--context-length", help="Default: the smallest swept.")
-    ] = None,
-    batch: Annotated[
-        int | None, typer.Option("--batch-size", help="Default: the smallest swept.")
-    ] = None,
+    alpha: opt.SliceAlpha = None,
+    context: opt.SliceContext = None,
+    batch: opt.SliceBatch = None,
+    scenario: opt.SliceScenario = None,
 ) -> None:
-    """Memory vs speedup of one GPU's frontier, Pareto steps drawn, best pair labelled."""
+    """Memory vs speedup of one GPU's frontier, Pareto steps drawn, each target's best pair
+    starred and named in the legend."""
     from infersize.show.figures import frontier_figure, frontier_plot, save
     from infersize.sweep.best import Filters, best_pairs, frontier_rows
 
-    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha)
+    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha,
+                      scenario=scenario)  # fmt: skip
     answer = best_pairs(output_dir, filters)
     selection, best = answer.selection, answer.rows
     if selection is None or best.is_empty():

@@ -12,21 +12,32 @@ from infersize.cli.app import app
 from infersize.errors import InfersizeError
 
 
-@app.command("report", epilog="Example: infersize report outputs/quickstart")
+@app.command(
+    "report",
+    epilog="Example: infersize report outputs/quickstart --context-length 4096 --batch-size 1",
+)
 def report(
     output_dir: opt.OutputDir,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="HTML file (default OUTPUT_DIR/report.html)."),
     ] = None,
+    gpu: opt.GpuFilter = None,
+    context: opt.SliceContext = None,
+    batch: opt.SliceBatch = None,
+    alpha: opt.SliceAlpha = None,
+    scenario: opt.SliceScenario = None,
 ) -> None:
-    """One self-contained HTML report (best pairs per GPU, frontier figures inline)."""
+    """One self-contained HTML report: the best pairs per GPU at one slice of the sweep
+    (context, batch, α), each with its frontier figure, and the assumptions behind them."""
     from infersize.files import atomic_write
     from infersize.show.html import GpuSection, render_report
     from infersize.sweep.best import Filters, best_pairs, frontier_rows, read_manifest, read_table
 
     manifest = read_manifest(output_dir)
-    answer = best_pairs(output_dir, Filters())
+    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha,
+                      scenario=scenario)  # fmt: skip
+    answer = best_pairs(output_dir, filters)
     selection = answer.selection
     sections = []
     if selection is not None:

@@ -54,7 +54,7 @@ def save(fig: Figure, out: Path) -> Path:
     return out
 
 
-REPORT_MARGINS = {"left": 0.09, "right": 0.98, "bottom": 0.11, "top": 0.88}
+REPORT_MARGINS = {"left": 0.07, "right": 0.68, "bottom": 0.11, "top": 0.88}  # legend right
 
 
 def svg_text(fig: Figure) -> str:
@@ -83,12 +83,14 @@ def speedup_vs_k_figure(
         (line,) = ax.plot(curve.ks, curve.speedup, marker=".", label=f"α = {curve.alpha:g}")
         best = (curve.best_k, curve.best_speedup)
         ax.plot(*best, marker="*", markersize=14, color=line.get_color())
-        ax.annotate(
-            f"K*={curve.best_k}", best, textcoords="offset points", xytext=(4, 6), fontsize=8
-        )
+        ax.annotate(  # above and right of the star: clear of a chosen-K line through it
+            f"K*={curve.best_k}", best, textcoords="offset points", xytext=(7, 5),
+            fontsize=8, ha="left", va="bottom",
+        )  # fmt: skip
     if marked_k is not None:
         ax.axvline(marked_k, color="grey", linestyle=":", label=f"chosen K = {marked_k}")
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.margins(y=0.12)  # room above the stars and below the lowest label
     ax.set_xlabel("draft length K")
     ax.set_ylabel("speedup (Leviathan Theorem 3.8)")
     ax.set_title(title or f"Speedup vs K at γ = {latency_ratio:.1f} (★ optimal K)")
@@ -98,17 +100,25 @@ def speedup_vs_k_figure(
 
 
 def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
+    """The roofline speedup against batch size: solid where the batch fits in memory, faded
+    past the memory limit (marked), and the crossover where speculation stops paying."""
+    import numpy as np
+
     fig, ax = _new_figure(7, 4.2)
-    ax.plot(curve.batches, curve.speedup, marker="o")
+    fits = np.asarray(curve.fits, dtype=bool)
+    batches, speedup = np.asarray(curve.batches), np.asarray(curve.speedup)
+    ax.plot(batches[fits], speedup[fits], marker="o", label="fits in memory")
+    if not fits.all():
+        limit = batches[fits].max() if fits.any() else None
+        ax.plot(batches, speedup, linestyle=":", color="grey", alpha=0.7,
+                label="does not fit (more memory needed)")  # fmt: skip
+        if limit is not None:
+            ax.axvline(limit, color="grey", linewidth=1.2, label=f"memory limit: batch {limit:g}")
     ax.axhline(1.0, color="black", linewidth=0.8)
     if curve.crossover is not None:
-        ax.axvline(
-            curve.crossover,
-            color="red",
-            linestyle="--",
-            label=f"crossover: batch {curve.crossover}",
-        )
-        ax.legend(fontsize=8)
+        ax.axvline(curve.crossover, color="red", linestyle="--",
+                   label=f"crossover: batch {curve.crossover}")  # fmt: skip
+    ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size (sequences)")
     ax.set_ylabel("speedup (roofline model)")
@@ -124,6 +134,7 @@ class TargetSeries:
     speedup: list[float]
     steps_gib: list[float]  # its Pareto steps (the rows `on_front`)
     steps_speedup: list[float]
+    best: tuple[str, float, float] | None  # its best pair: (draft and K, memory GiB, speedup)
 
 
 @dataclass(frozen=True)
@@ -134,13 +145,17 @@ class FrontierPlot:
     gpu: str
     selection: str
     targets: list[TargetSeries]
-    best: list[tuple[str, float, float]]  # (label, memory GiB, speedup) of each best pair
 
 
 def frontier_plot(
     frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str
 ) -> FrontierPlot:
-    """One GPU's frontier rows (one series per target) and its best pairs, from the tables."""
+    """One GPU's frontier rows (one series per target) and each target's best pair."""
+    stars = {
+        r["target"]: (f"{r['draft']} {r['draft_quant']} K={r['optimal_k']}", r["combined_gib"],
+                      r["speedup"])
+        for r in best.iter_rows(named=True)
+    }  # fmt: skip
     targets = []
     for (target,), rows in frontier.group_by(["target"], maintain_order=True):
         steps = rows.filter(rows["on_front"])
@@ -148,41 +163,35 @@ def frontier_plot(
             TargetSeries(
                 str(target), rows["combined_gib"].to_list(), rows["speedup"].to_list(),
                 steps["combined_gib"].to_list(), steps["speedup"].to_list(),
+                stars.get(str(target)),
             )
         )  # fmt: skip
-    stars = [
-        (f"{r['draft']} {r['draft_quant']} K={r['optimal_k']}", r["combined_gib"], r["speedup"])
-        for r in best.iter_rows(named=True)
-    ]
-    return FrontierPlot(gpu, selection, targets, stars)
+    return FrontierPlot(gpu, selection, targets)
 
 
 def frontier_figure(plot: FrontierPlot) -> Figure:
-    """Memory vs speedup of one GPU's frontier rows (one colour per target), each target's
-    Pareto steps drawn, and each target's best pair starred and labelled."""
+    """Memory vs speedup of one GPU's frontier rows, one colour per target, each target's
+    Pareto steps drawn and its best pair starred in its colour. The legend, beside the axes,
+    names each target and its best draft and K: no label is written over the points."""
     import matplotlib
 
-    fig, ax = _new_figure(7.5, 4.8)
+    fig, ax = _new_figure(10.5, 5.0)
     palette = matplotlib.colormaps["tab20" if len(plot.targets) > 10 else "tab10"]
-    colors = [palette(i) for i in range(palette.N)]
     for i, series in enumerate(plot.targets):  # up to 20 targets, each colour and marker once
-        color, marker = colors[i % len(colors)], "os^Dv"[(i // len(colors)) % 5]
-        ax.scatter(series.memory_gib, series.speedup, s=18, label=series.name, color=color,
-                   marker=marker)  # fmt: skip
+        color, marker = palette(i % palette.N), "os^Dv"[(i // palette.N) % 5]
+        label = series.name if series.best is None else f"{series.name}: ★ {series.best[0]}"
+        ax.scatter(series.memory_gib, series.speedup, s=16, label=label, color=color,
+                   marker=marker, alpha=0.8)  # fmt: skip
         ax.step(series.steps_gib, series.steps_speedup, where="post", alpha=0.5, color=color)
-    right = max((b[1] for b in plot.best), default=0.0) * 0.6
-    for label, memory, speedup in plot.best:  # labels of the rightmost stars point left
-        left = memory > right
-        ax.annotate(label, (memory, speedup), textcoords="offset points", fontsize=7,
-                    xytext=(-5 if left else 5, 5), ha="right" if left else "left")  # fmt: skip
-    if plot.best:
-        xs, ys = [b[1] for b in plot.best], [b[2] for b in plot.best]
-        ax.plot(xs, ys, linestyle="none", marker="*", markersize=12, color="black")
+        if series.best is not None:
+            ax.plot([series.best[1]], [series.best[2]], linestyle="none", marker="*",
+                    markersize=14, color=color, markeredgecolor="black")  # fmt: skip
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
     ax.set_title(f"{plot.gpu}: frontier (★ best pair)\nat {plot.selection}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              title="target: ★ best draft, K", title_fontsize=7)  # fmt: skip
     return fig
 
 

@@ -42,13 +42,35 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str)
 
 def _section(section: GpuSection, figure: str) -> str:
     gpu, rows = section.gpu, section.best
+    anchor = html.escape(gpu)
     return (
-        f'<section class="gpu" id="gpu-{html.escape(gpu)}"><h2>{html.escape(gpu)} '
+        f'<section class="gpu" id="gpu-{anchor}"><h2>{anchor} '
         f"({html.escape(rows['gpu_name'][0])})</h2>"
+        f'<p class="meta"><a href="#figure-{anchor}">its frontier figure ↓</a></p>'
         f"{_table(BEST_COLUMNS, best_rows(rows.to_dicts()), f'best-{gpu}')}"
-        f"<figure>{figure}<figcaption>Frontier: memory vs speedup per target; "
-        "★ the best draft pair.</figcaption></figure></section>"
+        f'<figure id="figure-{anchor}">{figure}<figcaption>Frontier of {anchor}: memory vs '
+        "speedup per target; ★ each target's best draft pair, named in the legend "
+        f'(<a href="#gpu-{anchor}">back to its table</a>).</figcaption></figure></section>'
     )
+
+
+def _assumptions(manifest: dict[str, Any], sections: Sequence[GpuSection]) -> str:
+    """What every number in the report rests on: the speedup model, the engine, the prices."""
+    prices = sorted(
+        {(s.gpu, s.best["price_usd_per_hour"][0]) for s in sections if s.best.height},
+        key=lambda gp: gp[0],
+    )
+    price_text = ", ".join(
+        f"{gpu} ${price:.2f}/h" if price is not None else f"{gpu} no price" for gpu, price in prices
+    )
+    items = [
+        f"speedup model: {manifest.get('speedup_model', '?')} (docs/modelling.md)",
+        f"engine: {manifest.get('engine', '?')} (memory rules and step-time constants)",
+        f"α: each pair's {manifest.get('acceptance_scenarios', '?')} acceptance scenarios "
+        "(published for the pair, else the prior; acceptance_source in the tables)",
+        f"GPU prices per GPU-hour: {price_text or 'none'}",
+    ]
+    return '<ul class="meta">' + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
 def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], selection: str) -> str:
@@ -70,5 +92,6 @@ def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], sele
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f"{html.escape(title)}</title><style>{STYLE}</style></head><body>"
         f'<h1>{html.escape(title)}</h1><p class="meta">{html.escape(summary)}</p>'
-        f"<p>{html.escape(chosen)}</p>{body}</body></html>"
+        f"<p>{html.escape(chosen)}</p><h2>Assumptions</h2>{_assumptions(manifest, sections)}"
+        f"{body}</body></html>"
     )

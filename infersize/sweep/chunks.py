@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from infersize.errors import InfersizeError
-from infersize.files import atomic_write
+from infersize.files import atomic_write, temp_beside
 from infersize.sweep.output import Generation
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask, score
@@ -64,7 +63,7 @@ def _atomic_parquet(table: pa.Table, path: Path, where: Where) -> None:
     import pyarrow.parquet as pq
 
     _check_alive(where)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             pq.write_table(table, handle, compression="zstd")

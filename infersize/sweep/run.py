@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ import pyarrow as pa
 import yaml
 
 from infersize import __version__
-from infersize.files import atomic_write
+from infersize.files import atomic_write, temp_beside
 from infersize.sweep import output
 from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
 from infersize.sweep.columns import arrow_schema, schema_json
@@ -133,7 +132,7 @@ def _now() -> str:
 
 def _sink(frame: Any, path: Path, kind: str, schema: pa.Schema | None = None) -> None:
     """polars writes to a fresh exclusive temp name beside `path`, then one rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     os.close(fd)
     try:
         if kind == "parquet":

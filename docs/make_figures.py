@@ -1,0 +1,100 @@
+"""Render the figures the README and docs show, into docs/figures/ (PNG), from the quickstart
+sweep and the catalogs: `python docs/make_figures.py`. tests/test_figures.py renders the same
+figures and fails when any two texts overlap or a text leaves the figure."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLEET_SLICE = ["--context-length", "8192", "--batch-size", "1"]
+
+
+def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[str]]]:
+    """(file name, infersize arguments) of every figure."""
+    yield (
+        "speedup_vs_k.png",
+        [
+            "plot",
+            "k",
+            "--alpha",
+            "0.6",
+            "--alpha",
+            "0.75",
+            "--alpha",
+            "0.9",
+            "--latency-ratio",
+            "12",
+            "--out",
+            str(out_dir / "speedup_vs_k.png"),
+        ],
+    )
+    yield (
+        "speedup_vs_batch.png",
+        [
+            "plot",
+            "batch",
+            "--target",
+            "llama-3.1-70b",
+            "--target-quant",
+            "fp8",
+            "--draft",
+            "llama-3.2-1b",
+            "--gpu",
+            "h100",
+            "--tp",
+            "2",
+            "--context-length",
+            "32768",
+            "--out",
+            str(out_dir / "speedup_vs_batch.png"),
+        ],
+    )
+    yield (
+        "frontier_h100.png",
+        [
+            "plot",
+            "frontier",
+            str(sweep_out),
+            "--gpu",
+            "h100",
+            *FLEET_SLICE,
+            "--out",
+            str(out_dir / "frontier_h100.png"),
+        ],
+    )
+    yield "spec_k_curve.png", [
+        "spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100",
+        "--plot", str(out_dir / "spec_k_curve.png"),
+    ]  # fmt: skip
+
+
+def render(out_dir: Path, sweep_file: Path) -> list[Path]:
+    from typer.testing import CliRunner
+
+    from infersize.cli import app
+
+    runner = CliRunner()
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep_out = Path(tmp) / "fleet"
+        result = runner.invoke(
+            app, ["sweep", "run", str(sweep_file), "--out", str(sweep_out), "-q"]
+        )
+        if result.exit_code:
+            raise SystemExit(result.output)
+        made = []
+        for name, args in figure_commands(sweep_out, out_dir):
+            result = runner.invoke(app, args)
+            if result.exit_code:
+                raise SystemExit(f"{name}: {result.output}")
+            made.append(out_dir / name)
+        return made
+
+
+if __name__ == "__main__":
+    sweep = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "sweeps" / "fleet.yaml"
+    for path in render(ROOT / "docs" / "figures", sweep):
+        print(path.relative_to(ROOT))
