@@ -19,6 +19,7 @@ class CheckpointError(InfersizeError):
     """A local or Hub checkpoint that cannot be read: missing files or fields, corrupt headers."""
 
 
+GPT_OSS = {"attention_sinks": True, "router_bias": True, "expert_bias": True}
 # model_type -> (family used in ids, tied-embedding default, fixed fields)
 ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "llama": ("llama", False, {}),
@@ -35,6 +36,9 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "granite": ("granite", True, {}),
     "deepseek_v2": ("deepseek-v2", False, {}),
     "deepseek_v3": ("deepseek-v3", False, {"router_bias": True}),
+    "kimi_k2": ("kimi-k2", False, {"router_bias": True}),  # the DeepSeek-V3 architecture
+    # attention_bias (q, k, v and o biased) comes from the config like any model's
+    "gpt_oss": ("gpt-oss", False, GPT_OSS),
 }
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog
@@ -55,11 +59,40 @@ def tokenizer_family(family: str, vocab_size: int) -> str:
     return TOKENIZERS.get((family, vocab_size), f"{family}-{vocab_size}")
 
 
+GEMMA3_VOCAB = 262208  # Gemma3TextConfig's default: a text_config may leave vocab_size out
+SIGLIP_SO400M = {
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "num_hidden_layers": 27,
+    "image_size": 896,
+    "patch_size": 14,
+}  # Gemma-3's vision_config defaults
+
+
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     """Multimodal checkpoints (Gemma-3 4B+) nest the language model under text_config."""
     if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
-        return {"model_type": "gemma3_text", **config["text_config"]}
+        return {"model_type": "gemma3_text", "vocab_size": GEMMA3_VOCAB, **config["text_config"]}
     return config
+
+
+def _gemma3_vision(config: dict[str, Any], text_hidden: int) -> dict[str, Any]:
+    """A full Gemma-3 checkpoint's SigLIP tower and projector, counted from vision_config:
+    patch embedding (conv with bias), one position per patch, per layer four biased attention
+    projections, two layer norms and a biased MLP, a final layer norm; the projector is one
+    [vision, text] matrix and an RMS norm."""
+    if config.get("model_type") != "gemma3" or not isinstance(config.get("vision_config"), dict):
+        return {}
+    v = {**SIGLIP_SO400M, **config["vision_config"]}
+    h, i, layers = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["num_hidden_layers"])
+    patches = (int(v["image_size"]) // int(v["patch_size"])) ** 2
+    per_layer = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
+    tower = 3 * int(v["patch_size"]) ** 2 * h + h + patches * h + layers * per_layer + 2 * h
+    projector = h * text_hidden + h
+    tokens = int(config.get("mm_tokens_per_image", 256)) + 4  # with its begin/end markers
+    vision = {"hidden_size": h, "intermediate_size": i, "patches_per_item": patches,
+              "tokens_per_item": tokens, "source": "the checkpoint's vision_config"}  # fmt: skip
+    return {"extra_params": tower + projector, "vision": vision}
 
 
 def _sliding_layers(config: dict[str, Any], layers: int) -> int | None:
@@ -113,7 +146,7 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
     """Model from config.json; `where` names the file in errors."""
     if not isinstance(config, dict):
         raise CheckpointError(f"{where}: expected a JSON object")
-    config = _text_config(config)
+    original, config = config, _text_config(config)
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in ARCHITECTURES:
         raise CheckpointError(
@@ -121,7 +154,7 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
             f"infersize knows {', '.join(sorted(ARCHITECTURES))}"
         )
     try:
-        return _model(config, model_type, model_id, hf_repo, where)
+        return _model(config, model_type, model_id, hf_repo, where, vision_of=original)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, KeyError):
             raise CheckpointError(f"{where}: missing '{exc.args[0]}'") from None
@@ -129,7 +162,12 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
 
 
 def _model(
-    config: dict[str, Any], model_type: str, model_id: str, hf_repo: str, where: str
+    config: dict[str, Any],
+    model_type: str,
+    model_id: str,
+    hf_repo: str,
+    where: str,
+    vision_of: dict[str, Any],
 ) -> Model:
     family, tied_default, fixed = ARCHITECTURES[model_type]
     try:
@@ -171,6 +209,7 @@ def _model(
             **fixed,
             **_moe(config),
             **_mla(config),
+            **_gemma3_vision(vision_of, int(config["hidden_size"])),
         )
     except ValidationError as exc:
         err = exc.errors()[0]

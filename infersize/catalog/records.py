@@ -47,6 +47,7 @@ class Moe:
     shared_expert_intermediate_size: int | None  # Qwen-MoE: one shared expert of its own size
     first_k_dense_replace: int  # DeepSeek: the first k layers keep a dense MLP
     router_bias: bool  # DeepSeek-V3: one score-correction bias per routed expert
+    expert_bias: bool  # gpt-oss: biases on every expert's projections
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class Model(Record):
     shared_expert_intermediate_size: PositiveInt | None = None
     first_k_dense_replace: int = Field(default=0, ge=0)
     router_bias: bool = False
+    expert_bias: bool = False  # gpt-oss: each expert's gate_up and down projections biased
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head and layer
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None
     qk_nope_head_dim: PositiveInt | None = None
@@ -167,6 +170,7 @@ class Model(Record):
             shared_expert_intermediate_size=self.shared_expert_intermediate_size,
             first_k_dense_replace=self.first_k_dense_replace,
             router_bias=self.router_bias,
+            expert_bias=self.expert_bias,
         )
 
     @property

@@ -6,9 +6,10 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
              MLA (DeepSeek-V2 §2.1): q h·r_q + r_q·n_h·(d_nope+d_rope) (or h·n_h·(d_nope+d_rope)),
              kv_a h·(r_kv+d_rope), kv_b r_kv·n_h·(d_nope+d_v), o n_h·d_v·h, norms r_q and r_kv
   MLP        gate, up: h·i each, down: i·h; MoE layers: that per routed expert, the shared
-             experts, a router h·E (and E bias terms in DeepSeek-V3); DeepSeek's first k layers
-             stay dense
-  norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms
+             experts, a router h·E (and E bias terms in DeepSeek-V3 and gpt-oss; gpt-oss also
+             biases each expert's projections, 2·i + h); DeepSeek's first k layers stay dense
+  norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms; gpt-oss adds one
+             attention-sink logit per head
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
 parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
 Speculator heads (EAGLE) take the embedding and output head from the target and count neither.
@@ -62,7 +63,8 @@ def _attention(model: Model) -> tuple[int, int]:
     q_dim, kv_dim = n * d, model.num_key_value_heads * d
     biases = (q_dim + 2 * kv_dim if model.qkv_bias else 0) + (h if model.o_proj_bias else 0)
     norms = 2 * d if model.qk_norm else 0
-    return h * q_dim + 2 * h * kv_dim + q_dim * h, biases + norms
+    sinks = n if model.attention_sinks else 0
+    return h * q_dim + 2 * h * kv_dim + q_dim * h, biases + norms + sinks
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class _MlpLayers:
     experts_total: int  # one MoE layer: all routed and shared experts' matrices
     experts_active: int  # one MoE layer: the top-k routed plus the shared experts' matrices
     routed: int  # one MoE layer: the routed experts' matrices
-    small: int  # one MoE layer: router (and its bias) and the shared expert's gate
+    small: int  # one MoE layer: router (and its bias), the shared expert's gate, expert biases
 
 
 def _mlp_layers(model: Model) -> _MlpLayers:
@@ -88,6 +90,8 @@ def _mlp_layers(model: Model) -> _MlpLayers:
     else:
         shared, shared_gate = moe.num_shared_experts * expert, 0
     router = h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    if moe.expert_bias:  # gate and up (2 · i) and down (h) per routed expert
+        router += moe.num_experts * (2 * moe.expert_intermediate_size + h)
     return _MlpLayers(
         dense_layers=moe.first_k_dense_replace,
         moe_layers=model.num_hidden_layers - moe.first_k_dense_replace,
