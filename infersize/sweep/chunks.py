@@ -115,15 +115,6 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
     ]
 
 
-def _part_is_whole(path: Path, rows: int) -> bool:
-    import pyarrow.parquet as pq
-
-    try:
-        return bool(pq.read_metadata(path).num_rows == rows)
-    except (OSError, pa.ArrowException):
-        return False
-
-
 def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
     """Chunks of an unfinished run whose done-marker and part files read back whole."""
     done = set()
@@ -135,7 +126,7 @@ def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
             continue
         name = f"part-{index:06d}.parquet"
         whole = all(
-            _part_is_whole(generation.parts / table / name, int(rows.get(table, -1)))
+            0 <= int(rows.get(table, -1)) == _rows_of(generation.parts / table / name)
             for table in OUTPUT_TABLES
         )
         if whole and with_cells:
@@ -146,6 +137,7 @@ def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
 
 
 def _rows_of(path: Path) -> int:
+    """The rows a Parquet part's footer records; -1 when it does not read back."""
     import pyarrow.parquet as pq
 
     try:
