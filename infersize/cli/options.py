@@ -37,6 +37,14 @@ AcceptanceRate = Annotated[
         "else a prior fitted to published pairs).",
     ),
 ]
+AcceptanceRates = Annotated[
+    str | None,
+    typer.Option(
+        "--acceptance-rates",
+        help="Per-position acceptance r1,r2,... as vLLM logs it (\"Per-position acceptance "
+        "rate\"): E = 1 + r1 + ... + rK. Instead of --acceptance-rate.",
+    ),
+]
 DraftK = Annotated[int, typer.Option("--draft-k", help="K: draft tokens per verification step.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", help="Concurrent sequences.")]
 KvDtype = Annotated[
@@ -133,3 +141,18 @@ SliceScenario = Annotated[
     ),
 ]
 GpuFilter = Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")]
+
+
+def rates_list(text: str | None) -> tuple[float, ...] | None:
+    """'0.73,0.52,0.35' (or spaces, or vLLM's bracketed list) as floats; a clear error else."""
+    if text is None:
+        return None
+    from infersize.errors import InfersizeError
+
+    parts = [p for p in text.strip().strip("[]").replace(",", " ").split() if p]
+    try:
+        return tuple(float(p) for p in parts)
+    except ValueError:
+        raise InfersizeError(
+            f"--acceptance-rates takes numbers separated by commas (0.73,0.52,0.35), got '{text}'"
+        ) from None

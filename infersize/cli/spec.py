@@ -27,6 +27,7 @@ def spec(
     draft_quant: opt.DraftQuant = "auto",
     context_length: opt.ContextLength = 4096,
     acceptance_rate: opt.AcceptanceRate = None,
+    acceptance_rates: opt.AcceptanceRates = None,
     draft_k: opt.DraftK = 4,
     batch_size: opt.BatchSize = 1,
     kv_dtype: opt.KvDtype = "fp16",
@@ -64,7 +65,7 @@ def spec(
     request = SpecRequest(
         deployment, context_length, acceptance_rate, draft_k, batch_size, speedup_model,
         latency_ratio, max_k, engine, gpu_memory_utilization, overhead_gib,
-        max_num_batched_tokens, max_num_seqs, vllm_sampler,
+        max_num_batched_tokens, max_num_seqs, vllm_sampler, opt.rates_list(acceptance_rates),
     )  # fmt: skip
     result = run_spec(request, load_catalog(tuple(catalog or ())))
     if plot is not None:

@@ -20,6 +20,7 @@ from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
 from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
 from infersize.core.engines import Engine
 from infersize.core.fit import Memory, deployment_memory
+from infersize.core.profile import expected_tokens_profile
 from infersize.core.speed import Speed, deployment_speed, plain_speed
 from infersize.core.speedup import SpeedupModel, alpha_for_speedup
 
@@ -37,6 +38,9 @@ class Workload:
     alpha: ArrayLike
     ks: ArrayLike  # consecutive draft lengths, 1-D
     latency_ratio: ArrayLike | None = None  # γ given by the user: replaces the draft step time
+    # per-position acceptance r_1 … r_max(ks) on a last axis (core/profile.py): replaces the
+    # i.i.d. E(α, K); α then only prices break-even
+    rates: ArrayLike | None = None
     headroom: float = 0.0  # share of the device kept free
 
 
@@ -92,6 +96,12 @@ class Evaluation:
         )
 
 
+    def break_even_expected_tokens(self) -> FloatArray:
+        """E at which speculation breaks even at each K, for models that read α only through
+        E: S = E / step cost there (Leviathan and roofline), so it is the step cost."""
+        return self.speed.step_cost
+
+
 def _map_arrays(record: D, fn: Any) -> D:
     """Apply `fn` to every array field of a Memory/Speed/StepTimes record and of the records
     inside it (None stays None)."""
@@ -142,8 +152,9 @@ def evaluate(
     if on_k.draft is None:
         speed = plain_speed(on_k.target, engine, ctx, bat)
     else:
+        expected = None if work.rates is None else expected_tokens_profile(work.rates, ks)
         speed = deployment_speed(
-            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma
+            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma, expected
         )
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
     fits_k = np.broadcast_to(memory.fits, shape)

@@ -60,15 +60,22 @@ def deployment_speed(
     alpha: ArrayLike,
     k: ArrayLike,
     latency_ratio: ArrayLike | None = None,
+    expected: ArrayLike | None = None,
 ) -> Speed:
+    """`expected`: E over the K axis from a per-position acceptance profile, which replaces
+    Leviathan's i.i.d. E(α, K) (the model must read α only through E)."""
     n_k = floats(k)
     times = step_times(target, draft, engine, context, batch, n_k, latency_ratio)
-    a = floats(alpha)
+    if expected is None:
+        a = floats(alpha)
+        e, speedup = expected_tokens(a, n_k), model.speedup(a, n_k, times)
+    else:
+        if model.from_expected is None:
+            raise ValueError(f"speedup model {model.name} takes one α, not a profile")
+        e = floats(expected)
+        speedup = model.from_expected(e, n_k, times)
     return Speed(
-        times=times,
-        expected_tokens=expected_tokens(a, n_k),
-        speedup=model.speedup(a, n_k, times),
-        step_cost=model.step_cost(n_k, times),
+        times=times, expected_tokens=e, speedup=speedup, step_cost=model.step_cost(n_k, times)
     )
 
 

@@ -43,6 +43,7 @@ class StepTimes:
 
 
 SpeedupFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]
+ExpectedFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]  # (E, K, times) -> S
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class SpeedupModel:
     note: str | None = None  # a caveat printed beside its numbers
     title: str = "LEVIATHAN SPEEDUP"  # the panel title's second half
     qualifier: str = ""  # after the speedup on the panel; {batch} is the batch size
+    # the speedup from the expected tokens per step E, for models that read α only through E
+    # (a per-position acceptance profile then applies); None: the model needs one α
+    from_expected: ExpectedFn | None = None
 
 
 def _leviathan(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
@@ -63,6 +67,14 @@ def _leviathan(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
 
 def _roofline(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
     return speedup_roofline(alpha, k, t.target, t.draft, t.verify)
+
+
+def _leviathan_e(e: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
+    return floats(e / (1.0 + 1.0 / t.latency_ratio * k))
+
+
+def _roofline_e(e: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
+    return floats(e * t.target / (k * t.draft + t.verify))
 
 
 def _linear(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
@@ -107,6 +119,7 @@ register_speedup_model(
         "target step (true at batch 1)",
         _leviathan,
         lambda k, t: floats(1.0 + k / t.latency_ratio),
+        from_expected=_leviathan_e,
     )
 )
 register_speedup_model(
@@ -118,6 +131,7 @@ register_speedup_model(
         _roofline,
         lambda k, t: floats((k * t.draft + t.verify) / t.target),
         qualifier=" (roofline, batch {batch})",
+        from_expected=_roofline_e,
     )
 )
 register_speedup_model(

@@ -15,6 +15,8 @@ from infersize.core.arrays import FloatArray
 from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
+from infersize.core.profile import extend_profile, profile_problem
+from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.core.speedup import get_speedup_model
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import resolve_alpha
@@ -42,6 +44,7 @@ class SpecRequest:
     max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
     max_num_seqs: int | None = None
     vllm_sampler: str | None = None  # None: the engine preset's
+    acceptance_rates: tuple[float, ...] | None = None  # per position, as vLLM logs them
 
 
 def _finite(name: str, value: float) -> None:
@@ -62,6 +65,13 @@ def validate_request(req: SpecRequest) -> None:
             raise ValueRangeError(
                 "acceptance_rate", f"must be in [0, 1], got {req.acceptance_rate}"
             )
+    if req.acceptance_rates is not None:
+        if req.acceptance_rate is not None:
+            raise ValueRangeError(
+                "acceptance_rates", "cannot be given with --acceptance-rate: one or the other"
+            )
+        if problem := profile_problem(req.acceptance_rates):
+            raise ValueRangeError("acceptance_rates", problem)
     _at_least("draft_k", req.draft_k, 1)
     if req.max_k > MAX_K:
         raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
@@ -93,6 +103,7 @@ def _speed_fields(
     best = ev.optimal if bool(ev.fits_any) else None
     break_even = ev.break_even_alpha()
     least = int(np.nanargmin(break_even)) if not np.isnan(break_even).all() else None
+    break_even_e = ev.break_even_expected_tokens() if ev.model.from_expected else None
     crossover = float(
         crossover_batch(dep.numbers, dep.engine, req.context_length, alpha, req.draft_k)
     )
@@ -104,6 +115,9 @@ def _speed_fields(
         "optimal_k": None if best is None else int(best.k),
         "speedup_at_optimal_k": None if best is None else float(best.speed.speedup),
         "break_even_acceptance_rate": _number(break_even[..., index]),
+        "break_even_expected_tokens_per_step": None
+        if break_even_e is None
+        else _number(np.broadcast_to(break_even_e, ev.speed.speedup.shape)[..., index]),
         "min_break_even_acceptance_rate": None if least is None else _number(break_even[least]),
         "min_break_even_draft_k": None if least is None else int(ev.ks[least]),
         "crossover_batch_size": None if math.isnan(crossover) else int(crossover),
@@ -209,7 +223,17 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     _check_context(req.context_length, dep)
     alpha, acceptance = resolve_alpha(req.acceptance_rate, dep, catalog)
     ks = np.arange(1, req.max_k + 1)
-    work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio)
+    rates = None
+    if req.acceptance_rates is not None:
+        if model.from_expected is None:
+            raise ValueRangeError(
+                "acceptance_rates",
+                f"cannot be used with speedup model {model.name}, which takes one α "
+                "(--acceptance-rate)",
+            )
+        rates = extend_profile(req.acceptance_rates, req.max_k)
+        alpha = float(alpha_for_expected_tokens(1.0 + rates[: req.draft_k].sum(), req.draft_k))
+    work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio, rates=rates)
     ev = evaluate(dep.numbers, engine, model, work)
     at_k = ev.at(req.draft_k - 1 if dep.draft else 0)
     memory = _memory_fields(dep, at_k)
@@ -229,6 +253,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         kv_dtype=dep.kv_dtype.id,
         acceptance_rate=alpha if dep.draft else req.acceptance_rate,
         acceptance_source=acceptance.source if acceptance else "given",
+        acceptance_rates=req.acceptance_rates if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
         speedup_model=model.name,
         **speed,
@@ -237,12 +262,30 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         price_usd_per_hour=None if math.isnan(price) else price,
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
-    if acceptance is not None and dep.draft is not None:
+    if req.acceptance_rates is not None and dep.draft is not None:
+        notes = (*_profile_notes(req.acceptance_rates, req.draft_k, result), *notes)
+    if acceptance is not None and dep.draft is not None and req.acceptance_rates is None:
         notes = (
             f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own",
             *notes,
         )
     return dataclasses.replace(result, notes=notes)
+
+
+def _profile_notes(rates: tuple[float, ...], draft_k: int, result: SpecResult) -> tuple[str, ...]:
+    """What a per-position profile means for this answer, and where it was extrapolated."""
+    notes = [
+        f"per-position acceptance {', '.join(f'{r:g}' for r in rates)}: mean acceptance length "
+        f"{result.expected_tokens_per_step:.2f} at K={draft_k}; α {result.acceptance_rate:.3f} "
+        "is the i.i.d. rate with the same length"
+    ]
+    furthest = max(draft_k, result.optimal_k or 0)
+    if furthest > len(rates):
+        notes.append(
+            f"positions {len(rates) + 1}..{furthest} are past the profile: extrapolated with "
+            "its last conditional acceptance (r_i / r_(i-1))"
+        )
+    return tuple(notes)
 
 
 def spec_json(result: SpecResult) -> dict[str, Any]:

@@ -79,6 +79,9 @@ class SpecResult:
     kv_dtype: str
     acceptance_rate: float | None
     acceptance_source: str  # given, published (for this pair) or prior (fitted to published)
+    # per-position acceptance r_1, r_2, … as given (vLLM's "Per-position acceptance rate");
+    # acceptance_rate is then the i.i.d. α with the same mean acceptance length at draft_k
+    acceptance_rates: tuple[float, ...] | None = None
     draft_k: int | None
     speedup_model: str
     latency_ratio: float | None = None
@@ -88,6 +91,7 @@ class SpecResult:
     optimal_k: int | None = None  # the best K that fits; None when none does
     speedup_at_optimal_k: float | None = None
     break_even_acceptance_rate: float | None = None  # at the K asked
+    break_even_expected_tokens_per_step: float | None = None  # E where S = 1, at the K asked
     min_break_even_acceptance_rate: float | None = None  # least over K = 1..max_k
     min_break_even_draft_k: int | None = None
     crossover_batch_size: int | None = None

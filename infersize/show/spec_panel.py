@@ -69,7 +69,11 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
     verdict.append(f" on {r.gpu.name}, {r.utilization * 100:.1f}% utilized)")
     _line(console, "Combined VRAM", verdict)
     if dr:
-        _line(console, "Acceptance Rate α", f"{r.acceptance_rate:g}")
+        alpha = f"{r.acceptance_rate:g}"
+        if r.acceptance_rates is not None:
+            per_position = ", ".join(f"{x:g}" for x in r.acceptance_rates)
+            alpha = f"{per_position} per position (i.i.d. equivalent {r.acceptance_rate:.3f})"
+        _line(console, "Acceptance Rate α", alpha)
         _line(console, "Draft Length K", str(r.draft_k))
         source = "" if r.latency_ratio_source == "given" else " (roofline step times)"
         _line(console, "Latency Ratio γ", f"{r.latency_ratio or 0:.1f}x{source}")
@@ -156,7 +160,12 @@ def _render_speculation(console: Console, r: SpecResult) -> None:
     _next(
         console,
         "Expected tokens/step",
-        f"{r.expected_tokens_per_step:.2f} (E = (1 − α^(K+1)) / (1 − α))",
+        f"{r.expected_tokens_per_step:.2f} "
+        + (
+            "(E = 1 + r1 + ... + rK, the mean acceptance length)"
+            if r.acceptance_rates is not None
+            else "(E = (1 − α^(K+1)) / (1 − α))"
+        ),
     )
     if r.optimal_k is None:
         _next(console, "Optimal K", "none: no K fits in memory")
@@ -177,6 +186,8 @@ def _break_even(r: SpecResult) -> str:
         return f"{at_k}: speculation never pays at any K"
     if r.min_break_even_draft_k != r.draft_k:
         at_k += f", least {least:.3f} at K={r.min_break_even_draft_k}"
+    if r.acceptance_rates is not None and r.break_even_expected_tokens_per_step is not None:
+        at_k += f"; mean acceptance length {r.break_even_expected_tokens_per_step:.2f}"
     return at_k + " (below it speculation slows decoding)"
 
 
