@@ -9,7 +9,7 @@ from infersize.core.acceptance import fit_prior
 
 
 def main() -> None:
-    rows = [r for r in load_catalog().published_acceptance if r.use_for_fit]
+    rows = load_catalog().prior_rows
     fit = fit_prior(
         [r.draft_params_b for r in rows], [r.target_params_b for r in rows], [r.alpha for r in rows]
     )

@@ -20,7 +20,7 @@ from infersize.sweep.run import run_sweep
 from tests.conftest import SEED_ARGS
 
 CATALOG = load_catalog()
-FITTED = [r for r in CATALOG.published_acceptance if r.use_for_fit]
+FITTED = CATALOG.prior_rows
 
 
 def test_the_catalog_prior_is_the_fit_of_its_published_rows():

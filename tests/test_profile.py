@@ -142,7 +142,7 @@ def test_spec_scalar_alpha_as_a_profile_gives_the_same_answer(runner):
     rates = ",".join(f"{alpha**i:.17g}" for i in range(1, 17))
     by_profile = json.loads(
         runner.invoke(app, [*SPEC, "--acceptance-rates", rates, "--json"]).stdout
-    )  # noqa: E501
+    )
     by_alpha = json.loads(runner.invoke(app, [*SPEC, "--acceptance-rate", "0.8", "--json"]).stdout)
     for key in ("speedup", "optimal_k", "speedup_at_optimal_k", "expected_tokens_per_step"):
         assert by_profile[key] == pytest.approx(by_alpha[key], rel=1e-9)
@@ -151,7 +151,7 @@ def test_spec_scalar_alpha_as_a_profile_gives_the_same_answer(runner):
 def test_spec_says_when_the_best_k_is_past_the_profile(runner):
     result = runner.invoke(
         app, [*SPEC, "--acceptance-rates", "0.95,0.9", "--draft-k", "2", "--json"]
-    )  # noqa: E501
+    )
     notes = json.loads(result.stdout)["notes"]
     assert (
         "positions 3..10 are past the profile: extrapolated with its last conditional "

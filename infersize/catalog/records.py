@@ -61,6 +61,9 @@ class Mla:
     v_head_dim: int
 
 
+SpeculatorKind = Literal["eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"]
+
+
 class VisionTower(Record):
     """The image encoder a multimodal checkpoint loads beside the decoder (its weights are in
     the model's extra_params). vLLM profiles it on as many largest-size items as fit in
@@ -112,11 +115,21 @@ class Model(Record):
     v_head_dim: PositiveInt | None = None
     extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
     vision: VisionTower | None = None  # the full multimodal checkpoint; None: text only
-    # Speculator heads (EAGLE) reuse the target's token embedding and output head in vLLM
-    # (v1/spec_decode/eagle.py load_model), and EAGLE-1's single layer has no final norm.
+    # Speculator heads (EAGLE, MTP) reuse the target's token embedding and output head in vLLM
+    # (v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings, _maybe_share_lm_head), and
+    # EAGLE-1's single layer has no final norm.
     embedding_from_target: bool = False
     lm_head_from_target: bool = False
     final_norm: bool = True
+    # What kind of speculator this is (None: a model of its own, usable as a draft model);
+    # core/heads.py counts each kind's structure
+    speculator: SpeculatorKind | None = None
+    speculator_for: list[str] = []  # catalog ids of the targets it was trained on
+    draft_vocab_size: PositiveInt | None = None  # EAGLE-3: its own reduced output vocabulary
+    speculator_heads: PositiveInt | None = None  # Medusa heads, MLP-speculator stages: most K
+    # the checkpoint stores its own copy of the target's embedding and LM head, which vLLM
+    # drops at load and shares (MTP modules of DeepSeek-V3 and GLM-4.5)
+    checkpoint_copies_embedding: bool = False
     max_position_embeddings: PositiveInt
     checkpoint_dtype: str | None = None
     published_params: PositiveInt | None = None
@@ -147,12 +160,17 @@ class Model(Record):
             )
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
+        if self.speculator in ("medusa", "mlp_speculator") and self.speculator_heads is None:
+            raise ValueError(f"a {self.speculator} needs speculator_heads")
+        if self.speculator == "eagle3" and self.draft_vocab_size is None:
+            raise ValueError("an eagle3 head needs draft_vocab_size")
         return self
 
     @property
     def is_speculator_head(self) -> bool:
-        """EAGLE-style heads: a layer or two on top of a target, not a model of their own."""
-        return self.embedding_from_target
+        """Heads (EAGLE, MTP, Medusa, MLP speculator) and n-gram lookup: they draft for a
+        target, they are not models of their own."""
+        return self.speculator is not None or self.embedding_from_target
 
     @property
     def head_dim_resolved(self) -> int:
@@ -294,6 +312,8 @@ class PublishedAcceptance(Record):
     engine: str
     metric: str  # the figure as published (α, mean accepted tokens, accept ratio, speedup)
     value: str
+    method: str = "draft"  # the speculative method (core/methods.py); draft models feed the prior
+    per_position: list[float] = []  # vLLM's per-position acceptance rate, where published
     alpha: float = Field(ge=0, le=1)
     alpha_low: float | None = Field(default=None, ge=0, le=1)
     alpha_high: float | None = Field(default=None, ge=0, le=1)

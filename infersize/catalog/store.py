@@ -81,6 +81,40 @@ class Table(Generic[R]):
         return name.strip().lower() != self.names.get(name.strip().lower(), "").lower()
 
 
+# n-gram prompt lookup (vLLM method "ngram") as a drafter: no weights, no KV cache, no GPU
+# time; it drafts for any target, from the tokens already in the sequence
+NGRAM_DRAFTER = Model(
+    id="ngram",
+    hf_repo="ngram",
+    family="ngram",
+    tokenizer_family="any",
+    architecture="ngram",
+    hidden_size=1,
+    intermediate_size=1,
+    num_hidden_layers=1,
+    num_attention_heads=1,
+    num_key_value_heads=1,
+    vocab_size=1,
+    tie_word_embeddings=False,
+    speculator="ngram",
+    max_position_embeddings=1 << 30,
+    notes="n-gram prompt lookup: proposes the tokens that followed the last n-gram's earlier "
+    "occurrence in the sequence (vLLM v1/spec_decode/ngram_proposer.py, on the CPU)",
+)
+
+
+NO_WEIGHTS = WeightFormat(
+    id="none",
+    name="no weights (n-gram lookup)",
+    linear_bits_per_weight=16,
+    embedding_bits=16,
+    lm_head_bits=16,
+    norm_bits=16,
+    compute_dtype="bf16",
+    exact=True,
+)
+
+
 @dataclass(frozen=True)
 class Catalog:
     models: Table[Model]
@@ -92,6 +126,11 @@ class Catalog:
     acceptance_prior: list[AcceptancePrior] = field(default_factory=list)  # the last one holds
     # engine family -> precision id -> groups; a later file replaces a (family, precision)
     support_rules: dict[str, dict[str, list[SupportGroup]]] = field(default_factory=dict)
+
+    @property
+    def prior_rows(self) -> list[PublishedAcceptance]:
+        """The published figures the size prior is fitted to: draft models only."""
+        return [r for r in self.published_acceptance if r.use_for_fit and r.method == "draft"]
 
     def support(self, precision: str, gpu: Gpu, family: str) -> Support:
         """How `gpu` runs `precision` under an engine family (support.yaml)."""
@@ -113,12 +152,16 @@ class Catalog:
         return self.acceptance_prior[-1]
 
     def model(self, name: str) -> Model:
+        if name.strip().lower() == NGRAM_DRAFTER.id:
+            return NGRAM_DRAFTER
         return self.models.get(name)
 
     def gpu(self, name: str) -> Gpu:
         return self.gpus.get(name)
 
     def weight_format(self, name: str) -> WeightFormat:
+        if name.strip().lower() == NO_WEIGHTS.id:
+            return NO_WEIGHTS
         return self.weight_formats.get(name)
 
     def kv_dtype(self, name: str) -> KvDtype:

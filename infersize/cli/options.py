@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from infersize.core.engines import ENGINES
+from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
 
 Target = Annotated[
@@ -26,6 +27,22 @@ TargetQuant = Annotated[
     ),
 ]
 Draft = Annotated[str, typer.Option("--draft", help="Draft model, or 'none' for the target alone.")]
+OptionalDraft = Annotated[
+    str | None,
+    typer.Option(
+        "--draft",
+        help="Draft model, speculator head or 'ngram'; 'none' for the target alone "
+        "(may be left out with --method: the catalog's published head).",
+    ),
+]
+Method = Annotated[
+    str | None,
+    typer.Option(
+        "--method",
+        help="Speculative method, vLLM's names: "
+        f"{', '.join(METHODS)}. Without --draft, the catalog's published drafter for the target.",
+    ),
+]
 DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight precision.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
 ContextLength = Annotated[int, typer.Option("--context-length", help="Tokens per sequence.")]
@@ -41,8 +58,8 @@ AcceptanceRates = Annotated[
     str | None,
     typer.Option(
         "--acceptance-rates",
-        help="Per-position acceptance r1,r2,... as vLLM logs it (\"Per-position acceptance "
-        "rate\"): E = 1 + r1 + ... + rK. Instead of --acceptance-rate.",
+        help='Per-position acceptance r1,r2,... as vLLM logs it ("Per-position acceptance '
+        'rate"): E = 1 + r1 + ... + rK. Instead of --acceptance-rate.',
     ),
 ]
 DraftK = Annotated[int, typer.Option("--draft-k", help="K: draft tokens per verification step.")]

@@ -46,7 +46,9 @@ def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
     from infersize.service.curves import speedup_vs_k
     from infersize.show.figures import save, speedup_vs_k_figure
 
-    assert result.draft is not None and result.latency_ratio is not None
+    assert result.draft is not None
+    if result.latency_ratio is None:
+        raise InfersizeError("--plot draws speedup vs K over γ; n-gram lookup costs no GPU time")
     gamma = result.latency_ratio
     curves = speedup_vs_k([result.acceptance_rate or 0.0], gamma, max(16, result.draft_k or 1))
     title = (

@@ -21,8 +21,9 @@ Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs 
 )
 def spec(
     target: opt.Target,
-    draft: opt.Draft,
     gpu: opt.Gpu,
+    draft: opt.OptionalDraft = None,
+    method: opt.Method = None,
     target_quant: opt.TargetQuant = "auto",
     draft_quant: opt.DraftQuant = "auto",
     context_length: opt.ContextLength = 4096,
@@ -53,14 +54,10 @@ def spec(
     from infersize.service.resolve import DeploymentRequest
     from infersize.service.spec import SpecRequest, run_spec, spec_json
 
-    if units.lower() not in ("gib", "gb"):
-        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
-    no_draft = draft.strip().lower() == "none"
-    if plot is not None and no_draft:
-        raise InfersizeError("--plot draws speedup vs K, which needs a draft")
+    no_draft = _check_flags(units, draft, method, plot)
     deployment = DeploymentRequest(
         target, gpu, target_quant, None if no_draft else draft, draft_quant, kv_dtype, tp,
-        price_usd_per_hour, allow_cross_tokenizer,
+        price_usd_per_hour, allow_cross_tokenizer, method,
     )  # fmt: skip
     request = SpecRequest(
         deployment, context_length, acceptance_rate, draft_k, batch_size, speedup_model,
@@ -79,3 +76,17 @@ def spec(
     from infersize.show.terminal import console
 
     render_spec(console(), result, units.lower())
+
+
+def _check_flags(units: str, draft: str | None, method: str | None, plot: Path | None) -> bool:
+    """The flag combinations spec refuses; True when the target runs alone (--draft none)."""
+    if units.lower() not in ("gib", "gb"):
+        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
+    if draft is None and method is None:
+        raise InfersizeError(
+            "missing option '--draft' (a draft model, a head, or none; or give --method)"
+        )
+    no_draft = draft is not None and draft.strip().lower() == "none"
+    if plot is not None and no_draft:
+        raise InfersizeError("--plot draws speedup vs K, which needs a draft")
+    return no_draft

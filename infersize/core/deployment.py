@@ -42,6 +42,10 @@ class SideNumbers:
     hidden_size: Num = 0.0
     encoder_bytes_per_item: Num = 0.0  # vision tower activations for one image (0: text only)
     encoder_tokens_per_item: Num = 0.0  # decoder tokens of that image
+    # drafters: how a draft pass is priced (core/methods.py)
+    parallel_draft: Num = 0.0  # 1.0: one pass proposes all K tokens (Medusa)
+    max_k: Num = math.inf  # the most tokens it can propose (Medusa heads, MLP stages)
+    gpu_time: Num = 1.0  # 0.0: drafting costs no GPU time (n-gram lookup on the CPU)
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,11 @@ def prepare_side(
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
     kv = mem.kv_layout(model, kv_dtype, tp)
+    on_gpu = model.speculator != "ngram"  # n-gram lookup keeps no logits or activations
     numbers = SideNumbers(
         weights_bytes=weights.total,
-        vocab_size=model.vocab_size,
-        activation_bytes_per_token=mem.activation_bytes_per_token(model, tp),
+        vocab_size=model.vocab_size if on_gpu else 0,
+        activation_bytes_per_token=mem.activation_bytes_per_token(model, tp) if on_gpu else 0.0,
         tp=tp,
         kv=kv,
         cost=step_cost(model, counts, weights, fmt, kv, gpu, tp, weight_only),
@@ -87,6 +92,9 @@ def prepare_side(
         hidden_size=model.hidden_size,
         encoder_bytes_per_item=mem.encoder_bytes_per_item(model.vision, tp),
         encoder_tokens_per_item=0 if model.vision is None else model.vision.tokens_per_item,
+        parallel_draft=1.0 if model.speculator == "medusa" else 0.0,
+        max_k=float(model.speculator_heads or math.inf),
+        gpu_time=1.0 if on_gpu else 0.0,
     )
     return Side(model, fmt, counts, weights, numbers, exact is not None)
 
@@ -105,6 +113,18 @@ class DeploymentNumbers:
     profile_seqs: Num = 0.0  # and its sequences (max_num_seqs)
 
 
+def _with_shared_head(draft: Side, target: Side) -> SideNumbers:
+    """A head that computes its logits with the target's LM head (EAGLE-1, MTP in vLLM) reads
+    those weights on every draft pass: they are the target's bytes, priced in the head's step."""
+    if not draft.model.lm_head_from_target:
+        return draft.numbers
+    head = target.weights.lm_head or target.weights.embedding  # tied: the embedding is the head
+    cost = dataclasses.replace(
+        draft.numbers.cost, dense_bytes=draft.numbers.cost.dense_bytes + head
+    )
+    return dataclasses.replace(draft.numbers, cost=cost)
+
+
 def hourly_price(gpu: Gpu, override: float | None) -> float:
     """The one price rule: the user's price, else the catalog's; NaN when neither is known."""
     price = override if override is not None else gpu.price_usd_per_hour
@@ -121,7 +141,7 @@ def deployment_numbers(
     profile = None if engine is None else default_profile(engine, gpu.memory_bytes, gpu.name)
     return DeploymentNumbers(
         target=target.numbers,
-        draft=None if draft is None else draft.numbers,
+        draft=None if draft is None else _with_shared_head(draft, target),
         memory_bytes=gpu.memory_bytes,
         price_usd_per_hour=hourly_price(gpu, price_usd_per_hour),
         tp=target.tp,
@@ -132,12 +152,14 @@ def deployment_numbers(
 
 def head_problem(target: Model, draft: Model | None) -> str | None:
     """A speculator head is never a target, and drafts only for a target of its width and
-    vocabulary (it reads the target's hidden states and embedding)."""
+    vocabulary (it reads the target's hidden states and embedding); n-gram lookup drafts for
+    any target."""
     if target.is_speculator_head:
         return f"{target.id} is a speculator head: give it as the draft of a {target.family} model"
     if (
         draft is not None
         and draft.is_speculator_head
+        and draft.speculator != "ngram"
         and (draft.hidden_size != target.hidden_size or draft.vocab_size != target.vocab_size)
     ):
         return (
@@ -154,7 +176,7 @@ def pairing_problem(target: Model, draft: Model, allow_cross_tokenizer: bool) ->
     if problem := head_problem(target, draft):
         return problem
     t_tok, d_tok = target.tokenizer_family, draft.tokenizer_family
-    if t_tok != d_tok and not allow_cross_tokenizer:
+    if t_tok != d_tok and not allow_cross_tokenizer and draft.speculator != "ngram":
         return (
             f"draft {draft.id} ({d_tok} tokenizer) does not share {target.id}'s tokenizer ({t_tok})"
         )

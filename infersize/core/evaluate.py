@@ -95,7 +95,6 @@ class Evaluation:
             self.model, np.ones(self.speed.speedup.shape), self.ks, self.speed.times
         )
 
-
     def break_even_expected_tokens(self) -> FloatArray:
         """E at which speculation breaks even at each K, for models that read α only through
         E: S = E / step cost there (Leviathan and roofline), so it is the step cost."""
@@ -158,6 +157,8 @@ def evaluate(
         )
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
     fits_k = np.broadcast_to(memory.fits, shape)
+    if on_k.draft is not None:  # Medusa heads and MLP stages propose at most their count
+        fits_k = fits_k & (k_axis <= floats(on_k.draft.max_k))
     masked = np.where(fits_k, np.broadcast_to(speed.speedup, shape), -np.inf)
     best = np.argmax(masked, axis=-1).astype(np.int64)
     fits_any = np.asarray(fits_k.any(axis=-1), dtype=np.bool_)

@@ -65,6 +65,24 @@ def _attention_flops_per_context(model: Model) -> float:
     return 4.0 * n * model.head_dim_resolved
 
 
+def _pass_share(model: Model) -> float:
+    """The share of a drafter's weights one draft pass runs: an MLP speculator runs one of
+    its K stages per pass; every other model runs all of its weights."""
+    if model.speculator == "mlp_speculator":
+        return 1.0 / (model.speculator_heads or 1)
+    return 1.0
+
+
+def _head_matmul(model: Model, counts: ParamCounts) -> int:
+    """Output-head parameters each token multiplies: the LM head (or tied embedding), an
+    EAGLE-3 head's draft vocabulary only, every Medusa head's or MLP stage's own head."""
+    if model.speculator in ("medusa", "mlp_speculator"):
+        return counts.lm_head
+    if model.speculator == "ngram":
+        return 0
+    return (model.draft_vocab_size or model.vocab_size) * model.hidden_size
+
+
 def step_cost(
     model: Model,
     counts: ParamCounts,
@@ -77,11 +95,11 @@ def step_cost(
 ) -> StepCost:
     """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks.
     `weight_only`: the GPU dequantises `fmt` (support.yaml), so it multiplies at 16 bit."""
-    read = float(weights.read_per_step)
-    expert_bytes = weights.linear * counts.mlp_routed / counts.linear
+    share = _pass_share(model)
+    read = float(weights.read_per_step) * share
+    expert_bytes = weights.linear * counts.mlp_routed / counts.linear if counts.linear else 0.0
     moe = model.moe
-    head_matmul = model.vocab_size * model.hidden_size  # lm_head (or tied embedding) per token
-    active = counts.attention + counts.mlp_active + head_matmul
+    active = (counts.attention + counts.mlp_active + _head_matmul(model, counts)) * share
     # marketed figures are bidirectional; without one, PCIe Gen4 x16 (64 GB/s both ways)
     link = (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
     return StepCost(

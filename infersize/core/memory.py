@@ -75,10 +75,16 @@ class KvLayout:
         return self.full_bytes_per_token + self.window_bytes_per_token
 
 
+KV_FREE_SPECULATORS = ("medusa", "mlp_speculator", "ngram")
+
+
 def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
     """2 (K and V) · kv_heads · head_dim · bytes per element, per layer and token.
     With tensor parallel each rank holds kv_heads / tp heads, at least one (a head replicates
-    when there are fewer KV heads than ranks, as in vLLM)."""
+    when there are fewer KV heads than ranks, as in vLLM). Medusa heads, MLP speculators and
+    n-gram lookup attend to nothing: no KV cache."""
+    if model.speculator in KV_FREE_SPECULATORS:
+        return KvLayout(0.0, 0.0, 0, 0.0)
     if (mla := model.mla) is not None:  # DeepSeek-V2 §2.1.2: one latent, not split by TP
         per_layer = (mla.kv_lora_rank + mla.qk_rope_head_dim) * kv.bytes_per_element
         return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)

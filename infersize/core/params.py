@@ -103,6 +103,16 @@ def _mlp_layers(model: Model) -> _MlpLayers:
 
 
 def param_counts(model: Model) -> ParamCounts:
+    """Counts of any model or speculator head (heads.py counts the heads that are not a
+    decoder stack: EAGLE-3, Medusa, MLP speculator, n-gram)."""
+    if model.speculator in ("eagle3", "medusa", "mlp_speculator", "ngram"):
+        from infersize.core.heads import head_counts  # heads builds on this module
+
+        return head_counts(model)
+    return decoder_counts(model)
+
+
+def decoder_counts(model: Model) -> ParamCounts:
     h = model.hidden_size
     attention, attention_small = _attention(model)
     mlp = _mlp_layers(model)

@@ -42,8 +42,12 @@ def step_times(
     t_target = step_time_s(target.cost, engine, batch, 1, context)
     t_verify = step_time_s(target.cost, engine, batch, n_k + 1, context)
     if latency_ratio is None:
-        t_draft = step_time_s(draft.cost, engine, batch, 1, context)
-        gamma = floats(t_target / t_draft)
+        # one draft pass; Medusa's one pass proposes all K tokens, so each costs 1/K of it;
+        # n-gram lookup runs on the CPU (γ infinite)
+        t_pass = step_time_s(draft.cost, engine, batch, 1, context) * floats(draft.gpu_time)
+        t_draft = floats(np.where(floats(draft.parallel_draft) > 0, t_pass / n_k, t_pass))
+        with np.errstate(divide="ignore"):
+            gamma = floats(t_target / t_draft)
     else:
         gamma = floats(latency_ratio)
         t_draft = floats(t_target / gamma)

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
 from infersize.core.acceptance import prior_alpha
+from infersize.core.methods import method_of
 from infersize.core.params import param_counts
+from infersize.errors import InfersizeError
 from infersize.service.resolve import Deployment
 
 
@@ -43,6 +45,8 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
             f"({'; '.join(sources)}); lowest {min(alphas):g}, highest {max(alphas):g}"
         )
         return PairAcceptance(min(alphas), mean, max(alphas), "published", detail)
+    if draft.is_speculator_head:
+        return _method_acceptance(target, draft, catalog)
     prior = catalog.prior
     ratio = param_counts(draft).total / param_counts(target).total
     expected = round(prior_alpha(prior, ratio, 1.0), 4)
@@ -54,6 +58,31 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
     low = round(max(expected - prior.rmse, 0.0), 4)
     high = round(min(expected + prior.rmse, 1.0), 4)
     return PairAcceptance(low, expected, high, "prior", detail)
+
+
+def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcceptance:
+    """A head nobody published for this target: the published figures of its method for other
+    targets (a head's acceptance has nothing to do with its size, so the size prior does not
+    apply); n-gram lookup and methods without figures need the user's α."""
+    method = method_of(draft).name
+    if method == "ngram":
+        raise InfersizeError(
+            f"n-gram acceptance depends on how much the output repeats the prompt: give "
+            f"--acceptance-rate (or --acceptance-rates) for {target.id} with ngram"
+        )
+    rows = [r for r in catalog.published_acceptance if r.method == method and r.use_for_fit]
+    if not rows:
+        raise InfersizeError(
+            f"no published acceptance for {draft.id} ({method}) in the catalog: give "
+            "--acceptance-rate (or --acceptance-rates, as vLLM logs them)"
+        )
+    alphas = [r.alpha for r in rows]
+    mean = round(sum(alphas) / len(alphas), 4)
+    detail = (
+        f"the mean of {len(rows)} published {method} figure(s) for other heads or targets "
+        f"(none for {draft.id} on {target.id}); lowest {min(alphas):g}, highest {max(alphas):g}"
+    )
+    return PairAcceptance(min(alphas), mean, max(alphas), "method", detail)
 
 
 def resolve_alpha(

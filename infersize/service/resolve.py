@@ -4,9 +4,9 @@ through here: one pairing rule, one price rule, one place that reads checkpoints
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from infersize.catalog.records import Gpu, KvDtype, Support
+from infersize.catalog.records import Gpu, KvDtype, Model, Support
 from infersize.catalog.sources import resolve_format, resolve_model
 from infersize.catalog.store import Catalog
 from infersize.core.deployment import (
@@ -17,6 +17,8 @@ from infersize.core.deployment import (
     prepare_side,
 )
 from infersize.core.engines import Engine
+from infersize.core.methods import Method, get_method, method_of
+from infersize.errors import InfersizeError
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class DeploymentRequest:
     tp: int = 1
     price_usd_per_hour: float | None = None
     allow_cross_tokenizer: bool = False
+    method: str | None = None  # a speculative method (core/methods.py): picks or checks the draft
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ def resolve_side(
     checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
     support of the precision under the engine family decides how the step is priced."""
     source = resolve_model(name, catalog)
+    if source.model.speculator == "ngram":  # nothing to store or run on the GPU
+        fmt = catalog.weight_format("none")
+        return prepare_side(source.model, fmt, kv, gpu, tp), Support("native", "no weights")
     fmt = resolve_format(source, quant, catalog)
     support = catalog.support(fmt.id, gpu, family)
     if quant.strip().lower() == "auto" and fmt.id == "bf16" and support.level == "unsupported":
@@ -81,7 +87,50 @@ def resolve_side(
     return prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only), support
 
 
+def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
+    """The catalog's drafter of `method` trained for `target` (n-gram: the lookup itself)."""
+    if method.speculator == "ngram":
+        return catalog.model("ngram")
+    heads = [
+        m
+        for m in catalog.models.records.values()
+        if m.speculator == method.speculator and target.id in m.speculator_for
+    ]
+    if not heads:
+        known = sorted(
+            t for m in catalog.models.records.values() if m.speculator == method.speculator
+            for t in m.speculator_for
+        )  # fmt: skip
+        have = f"; the catalog has {method.name} drafters for {', '.join(known)}" if known else ""
+        raise InfersizeError(
+            f"no published {method.name} drafter for {target.id} in the catalog{have}; give "
+            "--draft (a catalog id, a folder or hf:ID)"
+        )
+    return sorted(heads, key=lambda m: m.id)[0]
+
+
+def with_method(req: DeploymentRequest, catalog: Catalog) -> DeploymentRequest:
+    """The request with its draft settled by --method: the published drafter when no draft is
+    given (method 'draft' needs one), and a check that a given draft runs that method."""
+    if req.method is None:
+        return req
+    method = get_method(req.method)
+    target = resolve_model(req.target, catalog).model
+    if req.draft is None:
+        if method.speculator is None:
+            raise InfersizeError("--method draft needs --draft (the draft model)")
+        return replace(req, draft=published_head(target, method, catalog).id)
+    drafter = resolve_model(req.draft, catalog).model
+    if method_of(drafter) != method:
+        raise InfersizeError(
+            f"{drafter.id} is a {method_of(drafter).name} drafter, not {method.name}: drop "
+            "--method or give a matching --draft"
+        )
+    return req
+
+
 def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine) -> Deployment:
+    req = with_method(req, catalog)
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
     family = engine.support_family

@@ -15,9 +15,10 @@ from infersize.core.arrays import FloatArray
 from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
+from infersize.core.methods import method_of
 from infersize.core.profile import extend_profile, profile_problem
 from infersize.core.speculative import alpha_for_expected_tokens
-from infersize.core.speedup import get_speedup_model
+from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import resolve_alpha
 from infersize.service.fit_limits import Ask, fit_limits
@@ -108,7 +109,7 @@ def _speed_fields(
         crossover_batch(dep.numbers, dep.engine, req.context_length, alpha, req.draft_k)
     )
     return {
-        "latency_ratio": float(at_k.speed.latency_ratio),
+        "latency_ratio": _number(at_k.speed.latency_ratio),  # None: drafting is free (n-gram)
         "latency_ratio_source": "given" if req.latency_ratio is not None else "roofline",
         "expected_tokens_per_step": float(at_k.speed.expected_tokens),
         "speedup": float(at_k.speed.speedup) if fits else None,
@@ -126,7 +127,7 @@ def _speed_fields(
 
 def _number(value: FloatArray | float) -> float | None:
     number = float(value)
-    return None if math.isnan(number) else number
+    return number if math.isfinite(number) else None
 
 
 def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
@@ -221,18 +222,13 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
     _check_context(req.context_length, dep)
-    alpha, acceptance = resolve_alpha(req.acceptance_rate, dep, catalog)
+    alpha, acceptance = (
+        resolve_alpha(req.acceptance_rate, dep, catalog)
+        if req.acceptance_rates is None
+        else (0.0, None)
+    )
     ks = np.arange(1, req.max_k + 1)
-    rates = None
-    if req.acceptance_rates is not None:
-        if model.from_expected is None:
-            raise ValueRangeError(
-                "acceptance_rates",
-                f"cannot be used with speedup model {model.name}, which takes one α "
-                "(--acceptance-rate)",
-            )
-        rates = extend_profile(req.acceptance_rates, req.max_k)
-        alpha = float(alpha_for_expected_tokens(1.0 + rates[: req.draft_k].sum(), req.draft_k))
+    rates, alpha = _profile(req, model, alpha)
     work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio, rates=rates)
     ev = evaluate(dep.numbers, engine, model, work)
     at_k = ev.at(req.draft_k - 1 if dep.draft else 0)
@@ -256,20 +252,56 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         acceptance_rates=req.acceptance_rates if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
         speedup_model=model.name,
+        method=None if dep.draft is None else method_of(dep.draft.model).name,
         **speed,
         **dataclasses.asdict(fit_limits(req.deployment, dep, catalog, ask)),
         **_throughput_fields(at_k, memory["fits"]),
         price_usd_per_hour=None if math.isnan(price) else price,
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
-    if req.acceptance_rates is not None and dep.draft is not None:
-        notes = (*_profile_notes(req.acceptance_rates, req.draft_k, result), *notes)
-    if acceptance is not None and dep.draft is not None and req.acceptance_rates is None:
-        notes = (
-            f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own",
-            *notes,
-        )
+    notes = (*_lead_notes(req, dep, result, acceptance, alpha), *notes)
     return dataclasses.replace(result, notes=notes)
+
+
+def _profile(req: SpecRequest, model: SpeedupModel, alpha: float) -> tuple[Any, float]:
+    """The per-position rates extended to max_k, and the i.i.d. α with the same mean
+    acceptance length at the K asked (None and α unchanged without a profile)."""
+    if req.acceptance_rates is None:
+        return None, alpha
+    if model.from_expected is None:
+        raise ValueRangeError(
+            "acceptance_rates",
+            f"cannot be used with speedup model {model.name}, which takes one α "
+            "(--acceptance-rate)",
+        )
+    rates = extend_profile(req.acceptance_rates, req.max_k)
+    same_length = alpha_for_expected_tokens(1.0 + rates[: req.draft_k].sum(), req.draft_k)
+    return rates, float(same_length)
+
+
+def _lead_notes(
+    req: SpecRequest, dep: Deployment, result: SpecResult, acceptance: Any, alpha: float
+) -> tuple[str, ...]:
+    """The notes that explain this answer's inputs: the drafter --method picked, the profile,
+    where α came from."""
+    notes: tuple[str, ...] = ()
+    if dep.draft is None:
+        return notes
+    if req.deployment.method is not None and req.deployment.draft is None:
+        head = dep.draft.model
+        picked = (
+            "n-gram prompt lookup (no weights, on the CPU)"
+            if head.speculator == "ngram"
+            else f"{head.id} ({head.hf_repo}), the catalog's published drafter for "
+            f"{dep.target.model.id}"
+        )
+        notes = (f"--method {req.deployment.method}: drafting with {picked}",)
+    if req.acceptance_rates is not None:
+        return (*_profile_notes(req.acceptance_rates, req.draft_k, result), *notes)
+    if acceptance is not None:
+        why = f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own"
+        return (why, *notes)
+    return notes
 
 
 def _profile_notes(rates: tuple[float, ...], draft_k: int, result: SpecResult) -> tuple[str, ...]:

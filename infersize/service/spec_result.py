@@ -84,6 +84,7 @@ class SpecResult:
     acceptance_rates: tuple[float, ...] | None = None
     draft_k: int | None
     speedup_model: str
+    method: str | None = None  # speculative method (vLLM's name): draft, eagle3, mtp, ngram ...
     latency_ratio: float | None = None
     latency_ratio_source: str | None = None  # "given" or "roofline"
     expected_tokens_per_step: float

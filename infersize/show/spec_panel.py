@@ -76,7 +76,12 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         _line(console, "Acceptance Rate α", alpha)
         _line(console, "Draft Length K", str(r.draft_k))
         source = "" if r.latency_ratio_source == "given" else " (roofline step times)"
-        _line(console, "Latency Ratio γ", f"{r.latency_ratio or 0:.1f}x{source}")
+        gamma = (
+            f"{r.latency_ratio:.1f}x{source}"
+            if r.latency_ratio is not None
+            else "unbounded (n-gram lookup runs on the CPU: no GPU time)"
+        )
+        _line(console, "Latency Ratio γ", gamma)
         qualifier = model.qualifier.format(batch=r.batch_size)
         why = "the GPU cannot run it" if r.verdict == "unsupported" else "it does not fit"
         speedup = (

@@ -1,0 +1,218 @@
+"""Speculative methods (issue #16): the heads' parameter counts from their real structure, their
+KV cache and draft step as vLLM runs them, and --method on the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from infersize.catalog import load_catalog
+from infersize.catalog.records import Model
+from infersize.cli import app
+from infersize.core.engines import get_engine
+from infersize.core.heads import checkpoint_params
+from infersize.core.memory import kv_layout
+from infersize.core.methods import METHODS, method_of
+from infersize.core.params import param_counts
+from infersize.service.resolve import DeploymentRequest, resolve_deployment
+
+CATALOG = load_catalog()
+FP16 = CATALOG.kv_dtype("fp16")
+
+
+def test_eagle3_head_for_llama_3_1_8b_counts_its_tensors():
+    """yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, from its config (hidden 4096, MLP 14336, 32/8
+    heads, draft vocabulary 32,000) and the EAGLE-3 module (SafeAILab/EAGLE traineagle3
+    cnets.py): fc 4096x12288, q 8192->4096, k and v 8192->1024, o, the gated MLP, four norms,
+    lm_head 32000x4096; plus d2t (32,000 int64), which vLLM loads."""
+    counts = param_counts(CATALOG.model("eagle3-llama3.1-8b"))
+    tensors = {
+        "fc": 4096 * 12288,
+        "q_proj": 8192 * 4096,
+        "k_proj": 8192 * 1024,
+        "v_proj": 8192 * 1024,
+        "o_proj": 4096 * 4096,
+        "mlp": 3 * 14336 * 4096,
+        "norms": 4 * 4096,
+        "lm_head": 32000 * 4096,
+    }
+    assert sum(tensors.values()) == 424_689_664
+    assert counts.total == 424_689_664 + 32_000
+    assert counts.embedding == 0 and counts.lm_head == 32000 * 4096
+    # The published pytorch_model.bin is "about 810 MB, 15 tensors" (a test against the real
+    # file; no safetensors total exists): fp16 weights, int64 d2t and the bool t2d mask.
+    file_bytes = 2 * 424_689_664 + 8 * 32_000 + 128_256
+    assert file_bytes == 849_763_584 and round(file_bytes / 2**20) == 810
+
+
+def _fp8_block_scales(model: Model, layers: range) -> int:
+    """128x128 block scales (scale_inv) of every FP8 matrix of the given DeepSeek-V3 layers:
+    MLA projections and the experts (dense MLP in the first three layers); eh_proj, the
+    router, the embedding and the head stay bf16."""
+
+    def blocks(rows: int, cols: int) -> int:
+        return math.ceil(rows / 128) * math.ceil(cols / 128)
+
+    h, mla = model.hidden_size, model.mla
+    assert mla is not None and model.q_lora_rank is not None
+    n = model.num_attention_heads
+    attention = (
+        blocks(mla.q_lora_rank, h)
+        + blocks(n * (mla.qk_nope_head_dim + mla.qk_rope_head_dim), mla.q_lora_rank)
+        + blocks(mla.kv_lora_rank + mla.qk_rope_head_dim, h)
+        + blocks(n * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank)
+        + blocks(h, n * mla.v_head_dim)
+    )
+    moe = model.moe
+    assert moe is not None
+    dense = 3 * blocks(model.intermediate_size, h)
+    expert = 3 * blocks(moe.expert_intermediate_size, h)
+    routed_and_shared = (moe.num_experts + moe.num_shared_experts) * expert
+    return sum(
+        attention + (dense if i < moe.first_k_dense_replace else routed_and_shared) for i in layers
+    )
+
+
+def test_deepseek_v3_mtp_module_completes_the_hub_total():
+    """DeepSeek-V3's Hub total, 684,531,386,000, is the main model (671,026,419,200, checkpoint
+    audits) + the MTP module with its own embedding and head copies + the FP8 block scales of
+    both (README_WEIGHTS.md: MTP 14B, 11.5B unique besides the shared embedding and head)."""
+    main, mtp = CATALOG.model("deepseek-v3"), CATALOG.model("deepseek-v3-mtp")
+    scales = _fp8_block_scales(main, range(61)) + _fp8_block_scales(mtp, range(3, 4))
+    assert scales == 41_540_496
+    assert param_counts(main).total + checkpoint_params(mtp) + scales == 684_531_386_000
+    assert checkpoint_params(mtp) == 13_463_426_304
+    # vLLM shares the target's embedding and lm_head with an MTP module and drops its copies
+    assert param_counts(mtp).total == 13_463_426_304 - 2 * 129280 * 7168
+
+
+def test_medusa_heads_count_a_residual_block_and_an_lm_head_each():
+    """FasterDecoding/Medusa medusa_model.py: 5 heads, each ResBlock Linear(4096, 4096) with
+    bias and its own lm_head 32000x4096 (the .pt file has no published total)."""
+    assert param_counts(CATALOG.model("medusa-vicuna-7b-v1.3")).total == 5 * (
+        4096 * 4096 + 4096 + 32000 * 4096
+    )
+
+
+def test_mlp_speculator_counts_vllms_stages():
+    """vLLM model_executor/models/mlp_speculator.py, untied: per stage an embedding V x d_in,
+    a projection (h -> d_in first, d_in -> d_in after), a LayerNorm with scale and shift and a
+    head d_in x V; tied: one embedding, two projections, one norm, a head per stage."""
+    fields = {
+        "id": "spec", "hf_repo": "x/spec", "family": "llama-3", "tokenizer_family": "llama3",
+        "architecture": "mlp_speculator", "hidden_size": 4096, "intermediate_size": 3072,
+        "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 128256, "speculator": "mlp_speculator", "speculator_heads": 3,
+        "max_position_embeddings": 8192,
+    }  # fmt: skip
+    v, d = 128256, 3072
+    untied = Model(**fields, tie_word_embeddings=False)
+    assert param_counts(untied).total == (
+        3 * v * d + (4096 * d + 2 * d * d) + 3 * d * v + 3 * 2 * d
+    )
+    tied = Model(**fields, tie_word_embeddings=True)
+    assert param_counts(tied).total == v * d + (4096 * d + d * d) + 3 * d * v + 2 * d
+
+
+@pytest.mark.parametrize(
+    ("head", "bytes_per_token"),
+    [
+        ("eagle3-llama3.1-8b", 2 * 8 * 128 * 2),  # one layer, 8 KV heads of 128
+        ("eagle-llama3.1-8b", 2 * 8 * 128 * 2),
+        ("deepseek-v3-mtp", (512 + 64) * 2),  # one MLA layer: the latent and the rope key
+        ("medusa-vicuna-7b-v1.3", 0),
+        ("ngram", 0),
+    ],
+)
+def test_heads_keep_the_kv_cache_vllm_allocates(head, bytes_per_token):
+    assert kv_layout(CATALOG.model(head), FP16).bytes_per_token == bytes_per_token
+
+
+def _deployment(target, draft):
+    engine = get_engine("plain")
+    dep = resolve_deployment(DeploymentRequest(target, "h100", draft=draft), CATALOG, engine)
+    return dep
+
+
+def test_eagle1_draft_step_reads_the_targets_lm_head():
+    """vLLM's EAGLE-1 head computes its logits with the target's lm_head: every draft pass
+    streams those 128256 x 4096 bf16 bytes besides its own layer."""
+    dep = _deployment("llama-3.1-8b", "eagle-llama3.1-8b")
+    assert dep.draft is not None and dep.numbers.draft is not None
+    own = dep.draft.numbers.cost.dense_bytes
+    assert dep.numbers.draft.cost.dense_bytes - own == 128256 * 4096 * 2
+
+
+def test_medusa_proposes_at_most_its_heads_in_one_pass(runner):
+    args = ["--target", "vicuna-7b-v1.3", "--method", "medusa", "--gpu", "a100"]
+    result = runner.invoke(app, ["spec", *args, "--acceptance-rate", "0.8", "--json"])
+    data = json.loads(result.stdout)
+    assert data["draft"]["model"] == "medusa-vicuna-7b-v1.3" and data["method"] == "medusa"
+    assert data["optimal_k"] <= 5 and data["draft"]["kv_cache_bytes"] == 0
+
+
+def test_ngram_has_no_weights_no_kv_and_no_gpu_time(runner):
+    args = ["--target", "llama-3.1-8b", "--method", "ngram", "--gpu", "h100"]
+    result = runner.invoke(app, ["spec", *args, "--acceptance-rate", "0.5", "--json"])
+    data = json.loads(result.stdout)
+    assert data["draft"]["total_bytes"] == 0 and data["latency_ratio"] is None
+    assert (
+        data["notes"][0]
+        == "--method ngram: drafting with n-gram prompt lookup (no weights, on the CPU)"
+    )
+
+
+def test_method_without_draft_picks_the_published_head_and_says_which(runner):
+    result = runner.invoke(app, ["spec", "--target", "llama-3.1-8b", "--method", "eagle3",
+                                 "--gpu", "h100", "--json"])  # fmt: skip
+    data = json.loads(result.stdout)
+    assert data["draft"]["model"] == "eagle3-llama3.1-8b"
+    assert data["acceptance_source"] == "published"
+    assert (
+        "--method eagle3: drafting with eagle3-llama3.1-8b (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), "
+        "the catalog's published drafter for llama-3.1-8b" in data["notes"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "llama-3.1-8b", "--method", "mtp"], "error: no published mtp drafter for "
+         "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-v3; give --draft "
+         "(a catalog id, a folder or hf:ID)\n"),
+        (["--target", "llama-3.1-8b", "--method", "eagle3", "--draft", "llama-3.2-1b"],
+         "error: llama-3.2-1b is a draft drafter, not eagle3: drop --method or give a matching "
+         "--draft\n"),
+        (["--target", "llama-3.1-8b"], "error: missing option '--draft' (a draft model, a head, "
+         "or none; or give --method)\n"),
+        (["--target", "llama-3.1-8b", "--draft", "ngram"], "error: n-gram acceptance depends on "
+         "how much the output repeats the prompt: give --acceptance-rate (or --acceptance-rates) "
+         "for llama-3.1-8b with ngram\n"),
+        (["--target", "llama-3.1-8b", "--method", "lookahead"], "error: unknown method "
+         "'lookahead'"),
+    ],
+)  # fmt: skip
+def test_method_mistakes_exit_2_with_one_line(runner, args, message):
+    result = runner.invoke(app, ["spec", "--gpu", "h100", *args])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message)
+    assert result.stderr.count("\n") == 1
+
+
+def test_ngram_takes_a_per_position_profile(runner):
+    """vLLM 0.9.0.1 n-gram log on Qwen3-32B-FP8, K=3 (vllm-project/vllm#19254):
+    Per-position acceptance rate 0.543, 0.357, 0.264."""
+    args = ["--target", "qwen2.5-7b", "--draft", "ngram", "--gpu", "h100", "--draft-k", "3"]
+    result = runner.invoke(
+        app, ["spec", *args, "--acceptance-rates", "0.543,0.357,0.264", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["expected_tokens_per_step"] == pytest.approx(2.164)
+
+
+def test_every_method_names_a_drafter_kind():
+    kinds = {m.speculator for m in METHODS.values()}
+    assert kinds == {None, "eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"}
+    assert method_of(CATALOG.model("llama-3.2-1b")).name == "draft"
