@@ -22,7 +22,9 @@ def load(name: str):
     return fixture, model_from_config(fixture["config"], name, name, name)
 
 
-@pytest.mark.parametrize("name", ["phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b"])
+@pytest.mark.parametrize(
+    "name", ["phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"]
+)
 def test_parameter_counts_equal_the_published_totals(name):
     fixture, model = load(name)
     assert param_counts(model).total == fixture["published_total_params"]
@@ -63,6 +65,40 @@ def test_kimi_k2_caches_one_latent_per_layer():
     """MLA (DeepSeek-V2 §2.1.2): 512 latent + 64 rope values per token and layer."""
     _, model = load("kimi-k2-instruct")
     assert kv_layout(model, _bf16(), 8).bytes_per_token == 61 * (512 + 64) * 2
+
+
+@pytest.mark.parametrize(
+    ("name", "main", "layers"),
+    [("glm-4.5", 352_797_829_024, 92), ("glm-4.5-air", 106_852_251_264, 46)],
+)
+def test_glm_4_5_checkpoint_holds_one_mtp_layer_that_vllm_serves_without(name, main, layers):
+    """The Hub total includes the MTP layer (model.layers.<n>.*: a full MoE decoder layer,
+    eh_proj, three norms and its own embed_tokens and shared_head.head); the served weights
+    (vLLM's Glm4MoeForCausalLM skips the spec layer) are the main model's. Attention is full in
+    every layer: 8 KV heads of 128; q, k, v biased and o not."""
+    _, model = load(name)
+    counts = param_counts(model)
+    assert counts.total - counts.mtp == main
+    assert counts.embedding + counts.lm_head + counts.linear + counts.small == main
+    assert (model.mtp_layers, model.qkv_bias, model.o_proj_bias) == (1, True, False)
+    assert model.qk_norm == (name == "glm-4.5")
+    layout = kv_layout(model, _bf16(), 1)
+    assert layout.bytes_per_token == layers * 2 * 8 * 128 * 2
+    assert layout.window_bytes_per_token == 0
+
+
+CATALOG_ENTRIES = {"glm-4.5": "glm-4.5", "glm-4.5-air": "glm-4.5-air"}
+
+
+@pytest.mark.parametrize(("name", "entry"), sorted(CATALOG_ENTRIES.items()))
+def test_catalog_entry_counts_and_caches_as_its_config(catalog, name, entry):
+    """The catalog entry says what the checkpoint's config.json says: same parameters by
+    component, same KV layout."""
+    _, model = load(name)
+    listed = catalog.model(entry)
+    assert param_counts(listed) == param_counts(model)
+    assert kv_layout(listed, _bf16(), 2) == kv_layout(model, _bf16(), 2)
+    assert listed.published_params == param_counts(model).total
 
 
 def _bf16():

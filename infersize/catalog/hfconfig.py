@@ -39,6 +39,8 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "kimi_k2": ("kimi-k2", False, {"router_bias": True}),  # the DeepSeek-V3 architecture
     # attention_bias (q, k, v and o biased) comes from the config like any model's
     "gpt_oss": ("gpt-oss", False, GPT_OSS),
+    # attention_bias biases q, k and v only (Glm4MoeAttention's o_proj has none)
+    "glm4_moe": ("glm-4.5", False, {"router_bias": True, "o_proj_bias": False}),
 }
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog
@@ -48,7 +50,7 @@ TOKENIZERS = {
     ("mixtral", 32768): "mistral-v3", ("mistral", 131072): "tekken", ("gemma", 256000): "gemma",
     ("gemma-2", 256000): "gemma", ("gemma-3", 262144): "gemma3", ("gemma-3", 262208): "gemma3",
     ("phi-3", 32064): "phi3", ("deepseek-v2", 102400): "deepseek-v2",
-    ("deepseek-v3", 129280): "deepseek-v3",
+    ("deepseek-v3", 129280): "deepseek-v3", ("glm-4.5", 151552): "glm4",
 }  # fmt: skip
 QWEN_VOCABS = (151936, 152064)
 
@@ -124,6 +126,16 @@ def _moe(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("first_k_dense_replace"):
         out["first_k_dense_replace"] = config["first_k_dense_replace"]
     return out
+
+
+def _glm4_moe(config: dict[str, Any]) -> dict[str, Any]:
+    """GLM-4.5: use_qk_norm adds q and k RMS norms (GLM-4.5-Air has none); each of its
+    num_nextn_predict_layers MTP layers stores its own embed_tokens and shared_head.head."""
+    if config.get("model_type") != "glm4_moe":
+        return {}
+    mtp = int(config.get("num_nextn_predict_layers") or 0)
+    out: dict[str, Any] = {"qk_norm": bool(config.get("use_qk_norm", False))}
+    return {**out, "mtp_layers": mtp, "mtp_embeddings": True} if mtp else out
 
 
 def _mla(config: dict[str, Any]) -> dict[str, Any]:
@@ -205,8 +217,7 @@ def _model(
             architecture=model_type,
             tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
             checkpoint_dtype=dtype,
-            **fields,
-            **fixed,
+            **{**fields, **_glm4_moe(config), **fixed},  # fixed fields win over the config's
             **_moe(config),
             **_mla(config),
             **_gemma3_vision(vision_of, int(config["hidden_size"])),

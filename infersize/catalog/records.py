@@ -111,6 +111,10 @@ class Model(Record):
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
     extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
+    # Multi-token-prediction layers the checkpoint ships after the decoder (GLM-4.5's
+    # num_nextn_predict_layers): counted in its total, loaded by vLLM only as an MTP draft.
+    mtp_layers: int = Field(default=0, ge=0)
+    mtp_embeddings: bool = False  # each MTP layer has its own embedding and output head copies
     vision: VisionTower | None = None  # the full multimodal checkpoint; None: text only
     # Speculator heads (EAGLE) reuse the target's token embedding and output head in vLLM
     # (v1/spec_decode/eagle.py load_model), and EAGLE-1's single layer has no final norm.
@@ -147,6 +151,8 @@ class Model(Record):
             )
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
+        if self.mtp_embeddings and not self.mtp_layers:
+            raise ValueError("mtp_embeddings needs mtp_layers")
         return self
 
     @property

@@ -12,6 +12,11 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
              attention-sink logit per head
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
 parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
+Multi-token-prediction layers (GLM-4.5, DeepSeek-V3 §2.2) are counted apart: each is one
+decoder layer with the model's (MoE) MLP, the projection of [embedding; hidden] 2h·h and three
+norms (GLM-4.5's enorm, hnorm and shared_head.norm), plus, where the checkpoint stores them, its
+own embedding and output head V·h each. They are in the checkpoint's total but not in the
+weights vLLM serves the model with (its loaders skip them unless MTP is the draft).
 Speculator heads (EAGLE) take the embedding and output head from the target and count neither.
 Counts equal the published totals exactly (tests/test_params.py).
 """
@@ -34,6 +39,7 @@ class ParamCounts:
     mlp_active: int  # the MLP matrices one token passes through (MoE: top-k + shared experts)
     mlp_routed: int  # the routed experts' matrices (0 for a dense model)
     small: int  # norms, biases, routers: kept at 16/32 bit by every format
+    mtp: int = 0  # multi-token-prediction layers: in the checkpoint, not in the served weights
 
     @property
     def linear(self) -> int:
@@ -41,12 +47,13 @@ class ParamCounts:
 
     @property
     def total(self) -> int:
-        return self.embedding + self.lm_head + self.linear + self.small
+        """Everything the checkpoint stores (its published total)."""
+        return self.embedding + self.lm_head + self.linear + self.small + self.mtp
 
     @property
     def active(self) -> int:
-        """Parameters used per token (Mixtral 8x7B: 12.9B of 46.7B)."""
-        return self.total - self.mlp + self.mlp_active
+        """Parameters used per token (Mixtral 8x7B: 12.9B of 46.7B), MTP layers left out."""
+        return self.total - self.mtp - self.mlp + self.mlp_active
 
 
 def _attention(model: Model) -> tuple[int, int]:
@@ -102,6 +109,15 @@ def _mlp_layers(model: Model) -> _MlpLayers:
     )
 
 
+def _mtp(model: Model, layer: int) -> int:
+    """The multi-token-prediction layers: `layer` parameters each (attention, norms and MLP
+    of one MoE decoder layer), the [embedding; hidden] projection 2h·h and three norms, and
+    their own embedding and output head where the checkpoint keeps copies."""
+    h = model.hidden_size
+    own = 2 * model.vocab_size * h if model.mtp_embeddings else 0
+    return model.mtp_layers * (layer + 2 * h * h + 3 * h + own)
+
+
 def param_counts(model: Model) -> ParamCounts:
     h = model.hidden_size
     attention, attention_small = _attention(model)
@@ -112,6 +128,8 @@ def param_counts(model: Model) -> ParamCounts:
     layers = model.num_hidden_layers
     vocab_matrix = model.vocab_size * h
     own_lm_head = not (model.tie_word_embeddings or model.lm_head_from_target)
+    layer_mlp = mlp.experts_total + mlp.small if mlp.moe_layers else dense + mlp_bias
+    mtp_layer = attention + attention_small + norms + layer_mlp
     return ParamCounts(
         embedding=0 if model.embedding_from_target else vocab_matrix,
         lm_head=vocab_matrix if own_lm_head else 0,
@@ -124,4 +142,5 @@ def param_counts(model: Model) -> ParamCounts:
         + mlp.moe_layers * mlp.small
         + (h if model.final_norm else 0)
         + model.extra_params,
+        mtp=_mtp(model, mtp_layer),
     )
