@@ -23,7 +23,12 @@ def load(name: str):
 
 
 @pytest.mark.parametrize(
-    "name", ["phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"]
+    "name",
+    [
+        *("phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"),
+        *("mistral-small-3.1-24b-instruct-2503", "qwen2.5-vl-7b-instruct"),
+        *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct"),
+    ],
 )
 def test_parameter_counts_equal_the_published_totals(name):
     fixture, model = load(name)
@@ -87,18 +92,59 @@ def test_glm_4_5_checkpoint_holds_one_mtp_layer_that_vllm_serves_without(name, m
     assert layout.window_bytes_per_token == 0
 
 
-CATALOG_ENTRIES = {"glm-4.5": "glm-4.5", "glm-4.5-air": "glm-4.5-air"}
+# (vision tower and projector, decoder layers, KV heads, largest image: patches, prompt tokens)
+VISION = {
+    # Pixtral 403,305,472 + projector 35,652,608; 1540 px / 14 = 110 patches a side, merged 2x2
+    # into 55 rows of 55 tokens and one [IMG_BREAK] each
+    "mistral-small-3.1-24b-instruct-2503": (403_305_472 + 35_652_608, 40, 8, 110 * 110, 55 * 56),
+    # a transformers run prints visual 676,550,144 and text 7,615,616,512 (the fixture's source)
+    "qwen2.5-vl-7b-instruct": (676_550_144, 28, 4, 65536, 16384),
+    "qwen3-vl-8b-instruct": (576_388_336, 36, 8, 65536, 16384),
+    "qwen3-vl-30b-a3b-instruct": (538_631_408, 48, 4, 65536, 16384),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VISION))
+def test_vision_towers_load_beside_a_full_attention_decoder(name):
+    """The decoder counts as its text model does today (Qwen2.5-VL's text is Qwen2.5-7B's
+    7,615,616,512; Qwen3-VL's is Qwen3-8B's and Qwen3-30B-A3B's Hub totals); the tower and
+    projector are extra_params. Every decoder layer attends fully (Qwen2.5-VL's sliding_window
+    is off: use_sliding_window false), 128-wide heads; the largest image is the one vLLM
+    profiles the encoder on."""
+    tower, layers, kv_heads, patches, tokens = VISION[name]
+    _, model = load(name)
+    assert model.extra_params == tower
+    assert model.vision is not None
+    assert (model.vision.patches_per_item, model.vision.tokens_per_item) == (patches, tokens)
+    layout = kv_layout(model, _bf16(), 1)
+    assert layout.bytes_per_token == layers * 2 * kv_heads * 128 * 2
+    assert layout.window_bytes_per_token == 0
+
+
+CATALOG_ENTRIES = {
+    "glm-4.5": "glm-4.5",
+    "glm-4.5-air": "glm-4.5-air",
+    "mistral-small-3.1-24b-instruct-2503": "mistral-small-3.1-24b",
+    "qwen2.5-vl-7b-instruct": "qwen2.5-vl-7b",
+    "qwen3-vl-8b-instruct": "qwen3-vl-8b",
+    "qwen3-vl-30b-a3b-instruct": "qwen3-vl-30b-a3b",
+}
 
 
 @pytest.mark.parametrize(("name", "entry"), sorted(CATALOG_ENTRIES.items()))
 def test_catalog_entry_counts_and_caches_as_its_config(catalog, name, entry):
     """The catalog entry says what the checkpoint's config.json says: same parameters by
-    component, same KV layout."""
+    component, same KV layout, same largest image."""
     _, model = load(name)
     listed = catalog.model(entry)
     assert param_counts(listed) == param_counts(model)
     assert kv_layout(listed, _bf16(), 2) == kv_layout(model, _bf16(), 2)
     assert listed.published_params == param_counts(model).total
+    if model.vision is not None:
+        assert listed.vision is not None
+        assert listed.vision.model_dump(exclude={"source"}) == model.vision.model_dump(
+            exclude={"source"}
+        )
 
 
 def _bf16():
