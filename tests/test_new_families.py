@@ -27,7 +27,7 @@ def load(name: str):
     [
         *("phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"),
         *("mistral-small-3.1-24b-instruct-2503", "qwen2.5-vl-7b-instruct"),
-        *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct"),
+        *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct", "llama-4-scout-17b-16e-instruct"),
     ],
 )
 def test_parameter_counts_equal_the_published_totals(name):
@@ -101,6 +101,9 @@ VISION = {
     "qwen2.5-vl-7b-instruct": (676_550_144, 28, 4, 65536, 16384),
     "qwen3-vl-8b-instruct": (576_388_336, 36, 8, 65536, 16384),
     "qwen3-vl-30b-a3b-instruct": (538_631_408, 48, 4, 65536, 16384),
+    # tower and adapter 850,960,896 + projector 20,971,520; a 16x1-tile image and its global
+    # tile, 577 positions each (24x24 patches and the class token), 144 tokens each in the prompt
+    "llama-4-scout-17b-16e-instruct": (850_960_896 + 20_971_520, 48, 8, 17 * 577, 2467),
 }
 
 
@@ -121,6 +124,38 @@ def test_vision_towers_load_beside_a_full_attention_decoder(name):
     assert layout.window_bytes_per_token == 0
 
 
+def test_llama_4_scout_is_moe_in_every_layer_and_chunks_36_of_them():
+    """16 experts, top-1, and a shared expert of the same size in all 48 layers. The RoPE
+    layers (no_rope_layers is empty: every 4th layer is global, without RoPE) attend within
+    8192-token chunks. vLLM turns its hybrid allocator off for chunked local attention (config/
+    vllm.py, unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; always with EAGLE), so
+    every layer caches every token: 48 full layers of 8 KV heads of 128."""
+    _, model = load("llama-4-scout-17b-16e-instruct")
+    counts = param_counts(model)
+    assert (model.attention_chunk_size, model.chunked_attention_layers) == (8192, 36)
+    assert model.moe is not None and (model.moe.num_experts, model.moe.layer_step) == (16, 1)
+    assert counts.mlp == 48 * 17 * 3 * 5120 * 8192
+    assert counts.total - model.extra_params == 107_769_861_120
+    layout = kv_layout(model, _bf16(), 1)
+    assert layout.bytes_per_token == 48 * 2 * 8 * 128 * 2 and layout.window_bytes_per_token == 0
+
+
+def test_llama_4_maverick_alternates_dense_and_moe_layers(catalog):
+    """interleave_moe_layer_step 2: layers 1, 3, ..., 47 are MoE (128 experts, top-1, a shared
+    expert), the other 24 dense SwiGLU of intermediate_size_mlp 16384. The fixture is a trimmed
+    config without vision_config: its decoder is 400,711,848,960; with Scout's vision_config
+    (the same encoder, an assumption) it is the published total to the parameter."""
+    fixture, model = load("llama-4-maverick-17b-128e-instruct")
+    counts = param_counts(model)
+    assert counts.total == 400_711_848_960
+    assert counts.mlp == 24 * 129 * 3 * 5120 * 8192 + 24 * 3 * 5120 * 16384
+    scout, _ = load("llama-4-scout-17b-16e-instruct")
+    whole = {**fixture["config"], "vision_config": scout["config"]["vision_config"]}
+    full = model_from_config(whole, "maverick", "maverick", "maverick")
+    assert param_counts(full).total == fixture["published_total_params"]
+    assert param_counts(catalog.model("llama-4-maverick")) == param_counts(full)
+
+
 CATALOG_ENTRIES = {
     "glm-4.5": "glm-4.5",
     "glm-4.5-air": "glm-4.5-air",
@@ -128,6 +163,7 @@ CATALOG_ENTRIES = {
     "qwen2.5-vl-7b-instruct": "qwen2.5-vl-7b",
     "qwen3-vl-8b-instruct": "qwen3-vl-8b",
     "qwen3-vl-30b-a3b-instruct": "qwen3-vl-30b-a3b",
+    "llama-4-scout-17b-16e-instruct": "llama-4-scout",
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from infersize.catalog.hffamilies import family_fields
 from infersize.catalog.records import Model
 from infersize.catalog.vision import vision_fields
 from infersize.errors import InfersizeError
@@ -45,6 +46,7 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "qwen2_5_vl": ("qwen2.5-vl", False, {"qkv_bias": True}),  # Qwen2 text fields, top level
     "qwen3_vl_text": ("qwen3-vl", False, {"qk_norm": True}),
     "qwen3_vl_moe_text": ("qwen3-vl-moe", False, {"qk_norm": True}),
+    "llama4_text": ("llama-4", False, {}),
 }
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog
@@ -55,6 +57,7 @@ TOKENIZERS = {
     ("gemma-2", 256000): "gemma", ("gemma-3", 262144): "gemma3", ("gemma-3", 262208): "gemma3",
     ("phi-3", 32064): "phi3", ("deepseek-v2", 102400): "deepseek-v2",
     ("deepseek-v3", 129280): "deepseek-v3", ("glm-4.5", 151552): "glm4",
+    ("llama-4", 202048): "llama4",
 }  # fmt: skip
 QWEN_VOCABS = (151936, 152064)
 
@@ -72,6 +75,7 @@ TEXT_CONFIGS = {
     "mistral3": "mistral",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "llama4": "llama4_text",
 }
 INHERITED = ("tie_word_embeddings", "torch_dtype", "dtype")  # top-level keys a text_config may lack
 
@@ -117,16 +121,6 @@ def _moe(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("first_k_dense_replace"):
         out["first_k_dense_replace"] = config["first_k_dense_replace"]
     return out
-
-
-def _glm4_moe(config: dict[str, Any]) -> dict[str, Any]:
-    """GLM-4.5: use_qk_norm adds q and k RMS norms (GLM-4.5-Air has none); each of its
-    num_nextn_predict_layers MTP layers stores its own embed_tokens and shared_head.head."""
-    if config.get("model_type") != "glm4_moe":
-        return {}
-    mtp = int(config.get("num_nextn_predict_layers") or 0)
-    out: dict[str, Any] = {"qk_norm": bool(config.get("use_qk_norm", False))}
-    return {**out, "mtp_layers": mtp, "mtp_embeddings": True} if mtp else out
 
 
 def _mla(config: dict[str, Any]) -> dict[str, Any]:
@@ -208,11 +202,9 @@ def _model(
             architecture=model_type,
             tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
             checkpoint_dtype=dtype,
-            **{**fields, **_glm4_moe(config), **fixed},  # fixed fields win over the config's
-            **_moe(config),
-            **_mla(config),
+            **{**fields, **_moe(config), **_mla(config), **family_fields(config), **fixed},
             **vision_fields(vision_of, int(config["hidden_size"])),
-        )
+        )  # an architecture's own spelling wins over the common fields, its fixed fields over both
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "config"

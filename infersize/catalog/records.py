@@ -46,6 +46,7 @@ class Moe:
     num_shared_experts: int  # DeepSeek: always-on experts of the routed size
     shared_expert_intermediate_size: int | None  # Qwen-MoE: one shared expert of its own size
     first_k_dense_replace: int  # DeepSeek: the first k layers keep a dense MLP
+    layer_step: int  # Llama-4: every step-th layer is MoE (1: every layer after the first k)
     router_bias: bool  # DeepSeek-V3: one score-correction bias per routed expert
     expert_bias: bool  # gpt-oss: biases on every expert's projections
 
@@ -96,12 +97,17 @@ class Model(Record):
     norms_per_layer: PositiveInt = 2  # Gemma-2 has 4 (pre/post attention and MLP)
     sliding_window: PositiveInt | None = None
     sliding_window_layers: int | None = Field(default=None, ge=0)  # None: every layer
+    # Llama-4: these layers attend within chunks of attention_chunk_size tokens; vLLM caches
+    # them at full length by default (chunked local attention turns its hybrid allocator off)
+    attention_chunk_size: PositiveInt | None = None
+    chunked_attention_layers: int | None = Field(default=None, ge=0)
     num_experts: PositiveInt | None = None
     num_experts_per_tok: PositiveInt | None = None
     moe_intermediate_size: PositiveInt | None = None  # None: intermediate_size
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: PositiveInt | None = None
     first_k_dense_replace: int = Field(default=0, ge=0)
+    moe_layer_step: PositiveInt = 1  # Llama-4 Maverick: every 2nd layer MoE, the others dense
     router_bias: bool = False
     expert_bias: bool = False  # gpt-oss: each expert's gate_up and down projections biased
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head and layer
@@ -151,6 +157,12 @@ class Model(Record):
             )
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
+        if self.moe_layer_step > 1 and (self.num_experts is None or self.first_k_dense_replace):
+            raise ValueError("moe_layer_step needs experts and no first_k_dense_replace")
+        if (self.attention_chunk_size is None) != (self.chunked_attention_layers is None):
+            raise ValueError("attention_chunk_size and chunked_attention_layers go together")
+        if (self.chunked_attention_layers or 0) > self.num_hidden_layers:
+            raise ValueError("chunked_attention_layers exceeds num_hidden_layers")
         if self.mtp_embeddings and not self.mtp_layers:
             raise ValueError("mtp_embeddings needs mtp_layers")
         return self
@@ -175,6 +187,7 @@ class Model(Record):
             num_shared_experts=self.num_shared_experts,
             shared_expert_intermediate_size=self.shared_expert_intermediate_size,
             first_k_dense_replace=self.first_k_dense_replace,
+            layer_step=self.moe_layer_step,
             router_bias=self.router_bias,
             expert_bias=self.expert_bias,
         )

@@ -22,6 +22,7 @@ SIGLIP_SO400M = {
 # Qwen2.5-VL and Qwen3-VL image processors: max_pixels (size.longest_edge) in preprocessor
 # config, which vLLM's get_image_size_with_most_features profiles with (it is not in config.json)
 QWEN_MAX_PIXELS = {"qwen2_5_vl": 12845056, "qwen3_vl": 16777216, "qwen3_vl_moe": 16777216}
+LLAMA4_MAX_TILES = 16  # Llama4ImageProcessor max_patches: vLLM profiles a 16-tile image
 
 
 def _tower(h: int, i: int, patches: int, tokens: int, source: str) -> dict[str, Any]:
@@ -102,6 +103,29 @@ def _qwen_item(config: dict[str, Any], h: int, i: int, patch: int, merge: int) -
     return _tower(h, i, tokens * merge * merge, tokens, source)
 
 
+def _llama4(config: dict[str, Any], v: dict[str, Any], text_hidden: int) -> dict[str, Any]:
+    """Llama4VisionModel: unfolded patches through one linear without bias, a class embedding,
+    a position per patch and the class token, layer norms (with bias) before and after, per
+    layer biased q/k/v/o, two layer norms and a biased GELU MLP; its pixel-shuffle adapter is
+    two linears without bias (intermediate_size -> projector_input_dim -> projector_output_dim)
+    and the multi-modal projector one more (vision_output_dim -> text hidden)."""
+    h, i, p = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    positions = (int(v["image_size"]) // p) ** 2 + 1
+    per_layer = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
+    embeddings = int(v.get("num_channels", 3)) * p * p * h + h + positions * h + 2 * 2 * h
+    adapter_in, adapter_out = int(v["projector_input_dim"]), int(v["projector_output_dim"])
+    adapter = i * adapter_in + adapter_in * adapter_out
+    projector = int(v["vision_output_dim"]) * text_hidden
+    tower = embeddings + int(v["num_hidden_layers"]) * per_layer + adapter + projector
+    per_tile = round((positions - 1) * float(v["pixel_shuffle_ratio"]) ** 2)
+    # a 16x1 tile grid: each tile's tokens and a row separator, then the global tile between
+    # <|image|> and <|image_end|>, after <|image_start|> (Llama4Processor._prompt_split_image)
+    tokens = LLAMA4_MAX_TILES * (per_tile + 1) + per_tile + 3
+    patches = (LLAMA4_MAX_TILES + 1) * positions
+    source = "vision_config; Llama4ImageProcessor's 16 tiles and a global one, vLLM mllama4"
+    return {"extra_params": tower, "vision": _tower(h, i, patches, tokens, source)}
+
+
 VisionCounter = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 COUNTERS: dict[str, VisionCounter] = {
     "gemma3": _gemma3,
@@ -109,6 +133,7 @@ COUNTERS: dict[str, VisionCounter] = {
     "qwen2_5_vl": _qwen2_5_vl,
     "qwen3_vl": _qwen3_vl,
     "qwen3_vl_moe": _qwen3_vl,
+    "llama4": _llama4,
 }
 
 

@@ -7,7 +7,8 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
              kv_a h·(r_kv+d_rope), kv_b r_kv·n_h·(d_nope+d_v), o n_h·d_v·h, norms r_q and r_kv
   MLP        gate, up: h·i each, down: i·h; MoE layers: that per routed expert, the shared
              experts, a router h·E (and E bias terms in DeepSeek-V3 and gpt-oss; gpt-oss also
-             biases each expert's projections, 2·i + h); DeepSeek's first k layers stay dense
+             biases each expert's projections, 2·i + h); DeepSeek's first k layers stay dense,
+             Llama-4 Maverick's MoE layers are every 2nd (the rest dense, i = intermediate_size)
   norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms; gpt-oss adds one
              attention-sink logit per head
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
@@ -99,9 +100,10 @@ def _mlp_layers(model: Model) -> _MlpLayers:
     router = h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
     if moe.expert_bias:  # gate and up (2 · i) and down (h) per routed expert
         router += moe.num_experts * (2 * moe.expert_intermediate_size + h)
+    moe_layers = (model.num_hidden_layers - moe.first_k_dense_replace) // moe.layer_step
     return _MlpLayers(
-        dense_layers=moe.first_k_dense_replace,
-        moe_layers=model.num_hidden_layers - moe.first_k_dense_replace,
+        dense_layers=model.num_hidden_layers - moe_layers,
+        moe_layers=moe_layers,
         experts_total=moe.num_experts * expert + shared,
         experts_active=moe.num_experts_per_tok * expert + shared,
         routed=moe.num_experts * expert,
