@@ -28,6 +28,7 @@ def load(name: str):
         *("phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"),
         *("mistral-small-3.1-24b-instruct-2503", "qwen2.5-vl-7b-instruct"),
         *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct", "llama-4-scout-17b-16e-instruct"),
+        "qwen3-next-80b-a3b-instruct",
     ],
 )
 def test_parameter_counts_equal_the_published_totals(name):
@@ -156,6 +157,25 @@ def test_llama_4_maverick_alternates_dense_and_moe_layers(catalog):
     assert param_counts(catalog.model("llama-4-maverick")) == param_counts(full)
 
 
+def test_qwen3_next_caches_12_layers_per_token_and_36_states_per_sequence():
+    """36 Gated DeltaNet layers hold no per-token KV but a fixed state per sequence (conv
+    window 8192 x 3 and 32 value heads' 128 x 128 matrix, at the model's bf16 whatever the KV
+    dtype), split over TP ranks; the 12 gated full-attention layers cache 2 KV heads of 256.
+    The checkpoint's MTP module (1,650,471,424) is in the total, not in the served weights."""
+    from infersize.core.memory import kv_cache_bytes
+
+    _, model = load("qwen3-next-80b-a3b-instruct")
+    counts = param_counts(model)
+    assert (counts.mtp, counts.total - counts.mtp) == (1_650_471_424, 79_674_391_296)
+    assert model.linear_attention is not None and model.linear_attention.layers == 36
+    state = 36 * (8192 * 3 + 32 * 128 * 128) * 2
+    layout = kv_layout(model, _bf16(), 1)
+    assert layout.full_bytes_per_token == 12 * 2 * 2 * 256 * 2
+    assert layout.state_bytes_per_sequence == state
+    assert kv_layout(model, _bf16(), 2).state_bytes_per_sequence == state / 2
+    assert kv_cache_bytes(layout, 1000, 3) == 3 * (1000 * 12 * 2048 + state)
+
+
 CATALOG_ENTRIES = {
     "glm-4.5": "glm-4.5",
     "glm-4.5-air": "glm-4.5-air",
@@ -164,6 +184,7 @@ CATALOG_ENTRIES = {
     "qwen3-vl-8b-instruct": "qwen3-vl-8b",
     "qwen3-vl-30b-a3b-instruct": "qwen3-vl-30b-a3b",
     "llama-4-scout-17b-16e-instruct": "llama-4-scout",
+    "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b",
 }
 
 

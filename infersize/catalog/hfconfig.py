@@ -47,6 +47,7 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "qwen3_vl_text": ("qwen3-vl", False, {"qk_norm": True}),
     "qwen3_vl_moe_text": ("qwen3-vl-moe", False, {"qk_norm": True}),
     "llama4_text": ("llama-4", False, {}),
+    "qwen3_next": ("qwen3-next", False, {"qk_norm": True, "attention_output_gate": True}),
 }
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog

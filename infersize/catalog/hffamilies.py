@@ -42,9 +42,27 @@ def _llama4(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _qwen3_next(config: dict[str, Any]) -> dict[str, Any]:
+    """Qwen3NextConfig: layer_types, or else every full_attention_interval-th layer, is gated
+    full attention and the rest Gated DeltaNet (linear attention). The checkpoint ships an MTP
+    module (mtp.*) the config does not describe; vLLM's Qwen3NextMTP builds
+    num_nextn_predict_layers of them, 1 by default, sharing the embedding and lm_head."""
+    layers = int(config["num_hidden_layers"])
+    if isinstance(config.get("layer_types"), list):
+        linear = sum(1 for t in config["layer_types"] if t == "linear_attention")
+    else:
+        linear = layers - layers // int(config.get("full_attention_interval", 4))
+    keys = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+            "linear_value_head_dim", "linear_conv_kernel_dim")  # fmt: skip
+    out = {key: config[key] for key in keys}
+    mtp = int(config.get("num_nextn_predict_layers", 1))
+    return {**out, "linear_attention_layers": linear, "mtp_layers": mtp}
+
+
 READERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "glm4_moe": _glm4_moe,
     "llama4_text": _llama4,
+    "qwen3_next": _qwen3_next,
 }
 
 

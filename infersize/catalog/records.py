@@ -52,6 +52,18 @@ class Moe:
 
 
 @dataclass(frozen=True)
+class LinearAttention:
+    """Gated DeltaNet layers (Qwen3-Next): no per-token KV cache, a fixed state per sequence."""
+
+    layers: int
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel_dim: int
+
+
+@dataclass(frozen=True)
 class Mla:
     """Multi-head latent attention (DeepSeek-V2 §2.1): the cache holds one latent per token."""
 
@@ -116,6 +128,14 @@ class Model(Record):
     qk_nope_head_dim: PositiveInt | None = None
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    # Qwen3-Next: Gated DeltaNet (linear attention) layers, named as in its config.json
+    linear_attention_layers: int = Field(default=0, ge=0)
+    linear_num_key_heads: PositiveInt | None = None
+    linear_num_value_heads: PositiveInt | None = None
+    linear_key_head_dim: PositiveInt | None = None
+    linear_value_head_dim: PositiveInt | None = None
+    linear_conv_kernel_dim: PositiveInt | None = None
+    attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a gate per channel
     extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
     # Multi-token-prediction layers the checkpoint ships after the decoder (GLM-4.5's
     # num_nextn_predict_layers): counted in its total, loaded by vLLM only as an MTP draft.
@@ -163,6 +183,11 @@ class Model(Record):
             raise ValueError("attention_chunk_size and chunked_attention_layers go together")
         if (self.chunked_attention_layers or 0) > self.num_hidden_layers:
             raise ValueError("chunked_attention_layers exceeds num_hidden_layers")
+        if self.linear_attention_layers and self.linear_attention is None:
+            raise ValueError("linear_attention_layers needs the five linear_* head fields")
+        windowed = (self.sliding_window_layers or 0) + (self.chunked_attention_layers or 0)
+        if self.linear_attention_layers + windowed > self.num_hidden_layers:
+            raise ValueError("linear, sliding and chunked layers exceed num_hidden_layers")
         if self.mtp_embeddings and not self.mtp_layers:
             raise ValueError("mtp_embeddings needs mtp_layers")
         return self
@@ -191,6 +216,14 @@ class Model(Record):
             router_bias=self.router_bias,
             expert_bias=self.expert_bias,
         )
+
+    @property
+    def linear_attention(self) -> LinearAttention | None:
+        dims = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
+                self.linear_value_head_dim, self.linear_conv_kernel_dim)  # fmt: skip
+        if not self.linear_attention_layers or any(d is None for d in dims):
+            return None
+        return LinearAttention(self.linear_attention_layers, *(int(d or 0) for d in dims))
 
     @property
     def mla(self) -> Mla | None:

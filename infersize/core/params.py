@@ -11,6 +11,8 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
              Llama-4 Maverick's MoE layers are every 2nd (the rest dense, i = intermediate_size)
   norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms; gpt-oss adds one
              attention-sink logit per head
+  Qwen3-Next: gated attention's q_proj doubles (query and gate); its Gated DeltaNet layers
+             replace attention by the projections, conv and norm of _linear_attention
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
 parameters a checkpoint loads beside the decoder (Gemma-3's vision tower), kept at 16 bit.
 Multi-token-prediction layers (GLM-4.5, DeepSeek-V3 §2.2) are counted apart: each is one
@@ -72,7 +74,24 @@ def _attention(model: Model) -> tuple[int, int]:
     biases = (q_dim + 2 * kv_dim if model.qkv_bias else 0) + (h if model.o_proj_bias else 0)
     norms = 2 * d if model.qk_norm else 0
     sinks = n if model.attention_sinks else 0
-    return h * q_dim + 2 * h * kv_dim + q_dim * h, biases + norms + sinks
+    gate = h * q_dim if model.attention_output_gate else 0  # q_proj emits query and gate
+    return h * q_dim + gate + 2 * h * kv_dim + q_dim * h, biases + norms + sinks
+
+
+def _linear_attention(model: Model) -> tuple[int, int]:
+    """(weight-matrix parameters, small parameters) of one Gated DeltaNet layer (Qwen3-Next,
+    transformers Qwen3NextGatedDeltaNet): in_proj_qkvz h·(2·k + 2·v), in_proj_ba h·2·n_v,
+    out_proj v·h (k, v: all key and value heads' widths); a depthwise conv over q, k and v
+    (2·k + v channels, kernel taps, no bias), dt_bias and A_log per value head, and a gated
+    RMS norm of one value head's width."""
+    lin = model.linear_attention
+    if lin is None:
+        return 0, 0
+    h = model.hidden_size
+    k, v = lin.num_key_heads * lin.key_head_dim, lin.num_value_heads * lin.value_head_dim
+    matrices = h * (2 * k + 2 * v) + h * 2 * lin.num_value_heads + v * h
+    small = (2 * k + v) * lin.conv_kernel_dim + 2 * lin.num_value_heads + lin.value_head_dim
+    return matrices, small
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,8 @@ def param_counts(model: Model) -> ParamCounts:
     mlp_bias = (2 * model.intermediate_size + h) if model.mlp_bias else 0
     norms = model.norms_per_layer * h
     layers = model.num_hidden_layers
+    linear, linear_small = _linear_attention(model)
+    full = layers - model.linear_attention_layers  # the rest: full (or windowed) attention
     vocab_matrix = model.vocab_size * h
     own_lm_head = not (model.tie_word_embeddings or model.lm_head_from_target)
     layer_mlp = mlp.experts_total + mlp.small if mlp.moe_layers else dense + mlp_bias
@@ -135,11 +156,13 @@ def param_counts(model: Model) -> ParamCounts:
     return ParamCounts(
         embedding=0 if model.embedding_from_target else vocab_matrix,
         lm_head=vocab_matrix if own_lm_head else 0,
-        attention=layers * attention,
+        attention=full * attention + model.linear_attention_layers * linear,
         mlp=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_total,
         mlp_active=mlp.dense_layers * dense + mlp.moe_layers * mlp.experts_active,
         mlp_routed=mlp.moe_layers * mlp.routed,
-        small=layers * (norms + attention_small)
+        small=layers * norms
+        + full * attention_small
+        + model.linear_attention_layers * linear_small
         + mlp.dense_layers * mlp_bias
         + mlp.moe_layers * mlp.small
         + (h if model.final_norm else 0)
