@@ -12,10 +12,9 @@ from infersize.catalog import load_catalog
 from infersize.catalog.records import Model
 from infersize.cli import app
 from infersize.core.engines import get_engine
-from infersize.core.heads import checkpoint_params
 from infersize.core.memory import kv_layout
 from infersize.core.methods import METHODS, method_of
-from infersize.core.params import param_counts
+from infersize.core.params import checkpoint_params, param_counts
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 
 CATALOG = load_catalog()

@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from infersize.catalog.hffamilies import family_fields
 from infersize.catalog.records import Model
+from infersize.catalog.vision import vision_fields
 from infersize.errors import InfersizeError
 
 
@@ -39,6 +41,13 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "kimi_k2": ("kimi-k2", False, {"router_bias": True}),  # the DeepSeek-V3 architecture
     # attention_bias (q, k, v and o biased) comes from the config like any model's
     "gpt_oss": ("gpt-oss", False, GPT_OSS),
+    # attention_bias biases q, k and v only (Glm4MoeAttention's o_proj has none)
+    "glm4_moe": ("glm-4.5", False, {"router_bias": True, "o_proj_bias": False}),
+    "qwen2_5_vl": ("qwen2.5-vl", False, {"qkv_bias": True}),  # Qwen2 text fields, top level
+    "qwen3_vl_text": ("qwen3-vl", False, {"qk_norm": True}),
+    "qwen3_vl_moe_text": ("qwen3-vl-moe", False, {"qk_norm": True}),
+    "llama4_text": ("llama-4", False, {}),
+    "qwen3_next": ("qwen3-next", False, {"qk_norm": True, "attention_output_gate": True}),
 }
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog
@@ -48,7 +57,8 @@ TOKENIZERS = {
     ("mixtral", 32768): "mistral-v3", ("mistral", 131072): "tekken", ("gemma", 256000): "gemma",
     ("gemma-2", 256000): "gemma", ("gemma-3", 262144): "gemma3", ("gemma-3", 262208): "gemma3",
     ("phi-3", 32064): "phi3", ("deepseek-v2", 102400): "deepseek-v2",
-    ("deepseek-v3", 129280): "deepseek-v3",
+    ("deepseek-v3", 129280): "deepseek-v3", ("glm-4.5", 151552): "glm4",
+    ("llama-4", 202048): "llama4",
 }  # fmt: skip
 QWEN_VOCABS = (151936, 152064)
 
@@ -60,39 +70,27 @@ def tokenizer_family(family: str, vocab_size: int) -> str:
 
 
 GEMMA3_VOCAB = 262208  # Gemma3TextConfig's default: a text_config may leave vocab_size out
-SIGLIP_SO400M = {
-    "hidden_size": 1152,
-    "intermediate_size": 4304,
-    "num_hidden_layers": 27,
-    "image_size": 896,
-    "patch_size": 14,
-}  # Gemma-3's vision_config defaults
+# multimodal model_type -> the model_type its text_config stands for
+TEXT_CONFIGS = {
+    "gemma3": "gemma3_text",
+    "mistral3": "mistral",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "llama4": "llama4_text",
+}
+INHERITED = ("tie_word_embeddings", "torch_dtype", "dtype")  # top-level keys a text_config may lack
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Multimodal checkpoints (Gemma-3 4B+) nest the language model under text_config."""
-    if config.get("model_type") == "gemma3" and isinstance(config.get("text_config"), dict):
-        return {"model_type": "gemma3_text", "vocab_size": GEMMA3_VOCAB, **config["text_config"]}
-    return config
-
-
-def _gemma3_vision(config: dict[str, Any], text_hidden: int) -> dict[str, Any]:
-    """A full Gemma-3 checkpoint's SigLIP tower and projector, counted from vision_config:
-    patch embedding (conv with bias), one position per patch, per layer four biased attention
-    projections, two layer norms and a biased MLP, a final layer norm; the projector is one
-    [vision, text] matrix and an RMS norm."""
-    if config.get("model_type") != "gemma3" or not isinstance(config.get("vision_config"), dict):
-        return {}
-    v = {**SIGLIP_SO400M, **config["vision_config"]}
-    h, i, layers = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["num_hidden_layers"])
-    patches = (int(v["image_size"]) // int(v["patch_size"])) ** 2
-    per_layer = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
-    tower = 3 * int(v["patch_size"]) ** 2 * h + h + patches * h + layers * per_layer + 2 * h
-    projector = h * text_hidden + h
-    tokens = int(config.get("mm_tokens_per_image", 256)) + 4  # with its begin/end markers
-    vision = {"hidden_size": h, "intermediate_size": i, "patches_per_item": patches,
-              "tokens_per_item": tokens, "source": "the checkpoint's vision_config"}  # fmt: skip
-    return {"extra_params": tower + projector, "vision": vision}
+    """Multimodal checkpoints (Gemma-3 4B+, Mistral-Small-3.1, Qwen3-VL) nest the language model
+    under text_config; Qwen2.5-VL keeps it at the top level. The top level's tied-embedding
+    flag and dtype hold for the text model where its own config leaves them out."""
+    text_type = TEXT_CONFIGS.get(str(config.get("model_type")))
+    if text_type is None or not isinstance(config.get("text_config"), dict):
+        return config
+    defaults: dict[str, Any] = {"vocab_size": GEMMA3_VOCAB} if text_type == "gemma3_text" else {}
+    inherited = {key: config[key] for key in INHERITED if key in config}
+    return {**defaults, **inherited, "model_type": text_type, **config["text_config"]}
 
 
 def _sliding_layers(config: dict[str, Any], layers: int) -> int | None:
@@ -205,12 +203,9 @@ def _model(
             architecture=model_type,
             tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
             checkpoint_dtype=dtype,
-            **fields,
-            **fixed,
-            **_moe(config),
-            **_mla(config),
-            **_gemma3_vision(vision_of, int(config["hidden_size"])),
-        )
+            **{**fields, **_moe(config), **_mla(config), **family_fields(config), **fixed},
+            **vision_fields(vision_of, int(config["hidden_size"])),
+        )  # an architecture's own spelling wins over the common fields, its fixed fields over both
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "config"

@@ -46,8 +46,21 @@ class Moe:
     num_shared_experts: int  # DeepSeek: always-on experts of the routed size
     shared_expert_intermediate_size: int | None  # Qwen-MoE: one shared expert of its own size
     first_k_dense_replace: int  # DeepSeek: the first k layers keep a dense MLP
+    layer_step: int  # Llama-4: every step-th layer is MoE (1: every layer after the first k)
     router_bias: bool  # DeepSeek-V3: one score-correction bias per routed expert
     expert_bias: bool  # gpt-oss: biases on every expert's projections
+
+
+@dataclass(frozen=True)
+class LinearAttention:
+    """Gated DeltaNet layers (Qwen3-Next): no per-token KV cache, a fixed state per sequence."""
+
+    layers: int
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel_dim: int
 
 
 @dataclass(frozen=True)
@@ -99,12 +112,17 @@ class Model(Record):
     norms_per_layer: PositiveInt = 2  # Gemma-2 has 4 (pre/post attention and MLP)
     sliding_window: PositiveInt | None = None
     sliding_window_layers: int | None = Field(default=None, ge=0)  # None: every layer
+    # Llama-4: these layers attend within chunks of attention_chunk_size tokens; vLLM caches
+    # them at full length by default (chunked local attention turns its hybrid allocator off)
+    attention_chunk_size: PositiveInt | None = None
+    chunked_attention_layers: int | None = Field(default=None, ge=0)
     num_experts: PositiveInt | None = None
     num_experts_per_tok: PositiveInt | None = None
     moe_intermediate_size: PositiveInt | None = None  # None: intermediate_size
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: PositiveInt | None = None
     first_k_dense_replace: int = Field(default=0, ge=0)
+    moe_layer_step: PositiveInt = 1  # Llama-4 Maverick: every 2nd layer MoE, the others dense
     router_bias: bool = False
     expert_bias: bool = False  # gpt-oss: each expert's gate_up and down projections biased
     attention_sinks: bool = False  # gpt-oss: one learned sink logit per head and layer
@@ -113,7 +131,19 @@ class Model(Record):
     qk_nope_head_dim: PositiveInt | None = None
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    # Qwen3-Next: Gated DeltaNet (linear attention) layers, named as in its config.json
+    linear_attention_layers: int = Field(default=0, ge=0)
+    linear_num_key_heads: PositiveInt | None = None
+    linear_num_value_heads: PositiveInt | None = None
+    linear_key_head_dim: PositiveInt | None = None
+    linear_value_head_dim: PositiveInt | None = None
+    linear_conv_kernel_dim: PositiveInt | None = None
+    attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a gate per channel
     extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
+    # Multi-token-prediction layers the checkpoint ships after the decoder (GLM-4.5's
+    # num_nextn_predict_layers): counted in its total, loaded by vLLM only as an MTP draft.
+    mtp_layers: int = Field(default=0, ge=0)
+    mtp_embeddings: bool = False  # each MTP layer has its own embedding and output head copies
     vision: VisionTower | None = None  # the full multimodal checkpoint; None: text only
     # Speculator heads (EAGLE, MTP) reuse the target's token embedding and output head in vLLM
     # (v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings, _maybe_share_lm_head), and
@@ -164,6 +194,19 @@ class Model(Record):
             raise ValueError(f"a {self.speculator} needs speculator_heads")
         if self.speculator == "eagle3" and self.draft_vocab_size is None:
             raise ValueError("an eagle3 head needs draft_vocab_size")
+        if self.moe_layer_step > 1 and (self.num_experts is None or self.first_k_dense_replace):
+            raise ValueError("moe_layer_step needs experts and no first_k_dense_replace")
+        if (self.attention_chunk_size is None) != (self.chunked_attention_layers is None):
+            raise ValueError("attention_chunk_size and chunked_attention_layers go together")
+        if (self.chunked_attention_layers or 0) > self.num_hidden_layers:
+            raise ValueError("chunked_attention_layers exceeds num_hidden_layers")
+        if self.linear_attention_layers and self.linear_attention is None:
+            raise ValueError("linear_attention_layers needs the five linear_* head fields")
+        windowed = (self.sliding_window_layers or 0) + (self.chunked_attention_layers or 0)
+        if self.linear_attention_layers + windowed > self.num_hidden_layers:
+            raise ValueError("linear, sliding and chunked layers exceed num_hidden_layers")
+        if self.mtp_embeddings and not self.mtp_layers:
+            raise ValueError("mtp_embeddings needs mtp_layers")
         return self
 
     @property
@@ -187,9 +230,18 @@ class Model(Record):
             num_shared_experts=self.num_shared_experts,
             shared_expert_intermediate_size=self.shared_expert_intermediate_size,
             first_k_dense_replace=self.first_k_dense_replace,
+            layer_step=self.moe_layer_step,
             router_bias=self.router_bias,
             expert_bias=self.expert_bias,
         )
+
+    @property
+    def linear_attention(self) -> LinearAttention | None:
+        dims = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
+                self.linear_value_head_dim, self.linear_conv_kernel_dim)  # fmt: skip
+        if not self.linear_attention_layers or any(d is None for d in dims):
+            return None
+        return LinearAttention(self.linear_attention_layers, *(int(d or 0) for d in dims))
 
     @property
     def mla(self) -> Mla | None:
@@ -297,48 +349,6 @@ class ComponentBytes:
         """Bytes a decode step streams: everything but the embedding table, of which only
         the looked-up rows are read (a tied embedding is read in full as the lm_head)."""
         return self.total - self.embedding + (self.embedding if self.lm_head == 0 else 0)
-
-
-class PublishedAcceptance(Record):
-    """One published acceptance figure for a (target, draft) pair, converted to α."""
-
-    target: str
-    target_params_b: float = Field(gt=0)
-    draft: str
-    draft_params_b: float = Field(gt=0)
-    dataset: str
-    temperature: str
-    draft_k: str
-    engine: str
-    metric: str  # the figure as published (α, mean accepted tokens, accept ratio, speedup)
-    value: str
-    method: str = "draft"  # the speculative method (core/methods.py); draft models feed the prior
-    per_position: list[float] = []  # vLLM's per-position acceptance rate, where published
-    alpha: float = Field(ge=0, le=1)
-    alpha_low: float | None = Field(default=None, ge=0, le=1)
-    alpha_high: float | None = Field(default=None, ge=0, le=1)
-    conversion: str  # how the published figure became α
-    trust: str
-    use_for_fit: bool  # the prior is fitted to these rows
-    why_not_fitted: str | None = None
-    target_id: str | None = None  # catalog ids, where the pair is in the catalog
-    draft_id: str | None = None
-    source: str
-    notes: str | None = None
-
-
-class AcceptancePrior(Record):
-    """α for pairs nobody measured: a line in log10(draft / target parameters), clipped."""
-
-    formula: str
-    intercept: float
-    slope: float
-    alpha_min: float = Field(ge=0, le=1)
-    alpha_max: float = Field(ge=0, le=1)
-    rmse: float = Field(ge=0)  # over the fitted published pairs
-    max_abs_error: float = Field(ge=0)
-    pairs_fitted: int = Field(ge=2)
-    fitted_by: str
 
 
 class SupportGroup(Record):

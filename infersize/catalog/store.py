@@ -14,12 +14,11 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
+from infersize.catalog.published import AcceptancePrior, PublishedAcceptance
 from infersize.catalog.records import (
-    AcceptancePrior,
     Gpu,
     KvDtype,
     Model,
-    PublishedAcceptance,
     Record,
     Support,
     SupportGroup,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from infersize.catalog.records import AcceptancePrior
+from infersize.catalog.published import AcceptancePrior
 from infersize.core import speculative as sd
 from infersize.core.arrays import FloatArray, floats
 from infersize.errors import InfersizeError, ValueRangeError

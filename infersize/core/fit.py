@@ -125,6 +125,7 @@ def _all_layers(target: KvLayout, draft: KvLayout | None) -> KvLayout:
         target.window_bytes_per_token + draft.window_bytes_per_token,
         np.maximum(target.window_tokens, draft.window_tokens),
         target.layer_bytes_per_token,
+        target.state_bytes_per_sequence + draft.state_bytes_per_sequence,
     )
 
 

@@ -20,7 +20,7 @@ projection, so params.py counts them like any model (the projection in extra_par
 from __future__ import annotations
 
 from infersize.catalog.records import Model
-from infersize.core.params import ParamCounts, decoder_counts, param_counts
+from infersize.core.counts import ParamCounts
 
 EAGLE3_FUSED_LAYERS = 3  # EAGLE-3 reads the target's hidden states at three depths
 
@@ -78,8 +78,11 @@ def _mlp_speculator(model: Model) -> ParamCounts:
 NO_PARAMS = ParamCounts(0, 0, 0, 0, 0, 0, 0)
 
 
+HEAD_KINDS = ("eagle3", "medusa", "mlp_speculator", "ngram")  # the kinds counted here
+
+
 def head_counts(model: Model) -> ParamCounts:
-    """Counts of a head by its structure (param_counts sends the heads here)."""
+    """Counts of a head by its structure (param_counts sends the HEAD_KINDS here)."""
     if model.speculator == "eagle3":
         return _eagle3(model)
     if model.speculator == "medusa":
@@ -88,11 +91,4 @@ def head_counts(model: Model) -> ParamCounts:
         return _mlp_speculator(model)
     if model.speculator == "ngram":
         return NO_PARAMS
-    return decoder_counts(model)
-
-
-def checkpoint_params(model: Model) -> int:
-    """Parameters in the published files: what the engine keeps, plus the embedding and LM
-    head copies an MTP checkpoint stores and vLLM drops at load (it shares the target's)."""
-    copies = 2 * model.vocab_size * model.hidden_size if model.checkpoint_copies_embedding else 0
-    return param_counts(model).total + copies
+    raise ValueError(f"{model.id} is not a head counted by its structure")

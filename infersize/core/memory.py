@@ -68,6 +68,7 @@ class KvLayout:
     window_bytes_per_token: Num  # summed over sliding-window layers
     window_tokens: Num  # sliding window length (0 when none)
     layer_bytes_per_token: Num  # one layer's page per token (vLLM groups layers by it)
+    state_bytes_per_sequence: Num = 0.0  # linear-attention layers: a fixed state per sequence
 
     @property
     def bytes_per_token(self) -> Num:
@@ -90,24 +91,39 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
         return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)
     kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
     per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
+    attention_layers = model.num_hidden_layers - model.linear_attention_layers
+    state = linear_state_bytes(model, tp)
     if model.sliding_window is None:
-        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)
+        return KvLayout(per_layer * attention_layers, 0.0, 0, per_layer, state)
     window_layers = (
-        model.num_hidden_layers
-        if model.sliding_window_layers is None
-        else model.sliding_window_layers
+        attention_layers if model.sliding_window_layers is None else model.sliding_window_layers
     )
-    full_layers = model.num_hidden_layers - window_layers
+    full_layers = attention_layers - window_layers
     return KvLayout(
-        per_layer * full_layers, per_layer * window_layers, model.sliding_window, per_layer
+        per_layer * full_layers, per_layer * window_layers, model.sliding_window, per_layer, state
     )
+
+
+def linear_state_bytes(model: Model, tp: int = 1) -> float:
+    """Per sequence, the linear-attention layers' state as vLLM holds it (mamba_utils.py
+    gated_delta_net_state_shape): the conv window, (2·k + v channels) · (kernel − 1), and one
+    key × value matrix per value head, split over TP ranks, at the model's 16-bit dtype
+    (mamba_cache_dtype "auto"; the KV cache dtype does not apply)."""
+    if (lin := model.linear_attention) is None:
+        return 0.0
+    k, v = lin.num_key_heads * lin.key_head_dim, lin.num_value_heads * lin.value_head_dim
+    conv = (2 * k + v) // tp * (lin.conv_kernel_dim - 1)
+    recurrent = lin.num_value_heads // tp * lin.key_head_dim * lin.value_head_dim
+    return float(lin.layers * (conv + recurrent) * ACTIVATION_BYTES)
 
 
 def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> FloatArray:
-    """KV cache = batch · (full layers · tokens + window layers · min(tokens, window))."""
+    """KV cache = batch · (full layers · tokens + window layers · min(tokens, window)
+    + the linear-attention layers' fixed state)."""
     n_tokens = floats(tokens)
     windowed = np.minimum(n_tokens, layout.window_tokens)  # window 0 only with 0 window bytes
     per_seq = layout.full_bytes_per_token * n_tokens + layout.window_bytes_per_token * windowed
+    per_seq = per_seq + layout.state_bytes_per_sequence
     return floats(np.ceil(floats(batch) * per_seq))
 
 

@@ -151,7 +151,13 @@ def pool_capacity(
     window_blocks = (
         np.ceil(np.minimum(floats(kv.window_tokens) - 1 + in_flight, ctx) / BLOCK_TOKENS) + 1
     )
-    per_request = full_groups * np.ceil(ctx / BLOCK_TOKENS) + window_groups * window_blocks
+    # linear-attention state (Qwen3-Next): the blocks its bytes fill. vLLM instead widens the
+    # attention blocks to one Mamba-state page and gives each state group one block per request
+    # (kv_cache_utils.py); at ordinary contexts the two differ by under a block group.
+    state_blocks = np.ceil(floats(kv.state_bytes_per_sequence) / block_bytes)
+    per_request = (
+        full_groups * np.ceil(ctx / BLOCK_TOKENS) + window_groups * window_blocks + state_blocks
+    )
     concurrency = blocks / per_request
     if engine.credits_windows_in_tokens:  # vLLM 0.21+: get_kv_cache_capacity
         tokens = np.floor(concurrency * ctx)
