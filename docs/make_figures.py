@@ -1,6 +1,6 @@
-"""Render the figures the README and docs show, into docs/figures/ (PNG), from the quickstart
-sweep and the catalogs: `python docs/make_figures.py`. tests/test_figures.py renders the same
-figures and fails when any two texts overlap or a text leaves the figure."""
+"""Render the figures the README and docs show, into docs/figures/ (PNG), from the fleet and
+methods sweeps and the catalogs: `python docs/make_figures.py`. tests/test_figures.py renders
+the same figures and fails when any two texts overlap or a text leaves the figure."""
 
 from __future__ import annotations
 
@@ -66,6 +66,20 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
             str(out_dir / "frontier_h100.png"),
         ],
     )
+    yield (
+        "methods_h100.png",
+        [
+            "plot",
+            "methods",
+            str(sweep_out.parent / "methods"),
+            "--gpu",
+            "h100",
+            "--target",
+            "llama-3.3-70b",
+            "--out",
+            str(out_dir / "methods_h100.png"),
+        ],
+    )
     yield "spec_k_curve.png", [
         "spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100",
         "--plot", str(out_dir / "spec_k_curve.png"),
@@ -83,6 +97,10 @@ def render(out_dir: Path, sweep_file: Path) -> list[Path]:
         result = runner.invoke(
             app, ["sweep", "run", str(sweep_file), "--out", str(sweep_out), "-q"]
         )
+        if result.exit_code:
+            raise SystemExit(result.output)
+        methods = ["sweep", "run", str(ROOT / "sweeps" / "methods.yaml"), "-q"]
+        result = runner.invoke(app, [*methods, "--out", str(sweep_out.parent / "methods")])
         if result.exit_code:
             raise SystemExit(result.output)
         made = []

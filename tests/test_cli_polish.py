@@ -45,6 +45,9 @@ def test_every_command_has_an_example_that_runs(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sweeps").mkdir()
     shutil.copy(ROOT / "sweeps" / "quickstart.yaml", tmp_path / "sweeps")
+    shutil.copy(ROOT / "sweeps" / "methods.yaml", tmp_path / "sweeps")
+    methods = runner.invoke(app, ["sweep", "run", "sweeps/methods.yaml", "-q"])  # plot methods
+    assert methods.exit_code == 0, methods.output
     examples = {" ".join(path): _example(command) for path, command in COMMANDS}
     assert _example(typer.main.get_command(app))  # the top-level help has one too
     for name in sorted(

@@ -88,7 +88,14 @@ def test_every_docs_figure_is_rendered(figures):
 
 
 @pytest.mark.parametrize(
-    "name", ["speedup_vs_k.png", "speedup_vs_batch.png", "frontier_h100.png", "spec_k_curve.png"]
+    "name",
+    [
+        "speedup_vs_k.png",
+        "speedup_vs_batch.png",
+        "frontier_h100.png",
+        "methods_h100.png",
+        "spec_k_curve.png",
+    ],
 )
 def test_no_text_overlaps_or_leaves_the_figure(figures, name):
     captured, _ = figures

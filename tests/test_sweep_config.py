@@ -179,7 +179,7 @@ BAD = [
     (
         "no pairs",
         BASE.replace("targets: [qwen2.5-7b, llama-3.1-8b]\n", ""),
-        "give targets and drafts, or explicit pairs",
+        "give targets and drafts (or head methods), or explicit pairs",
     ),
     ("not a mapping", "- 1\n- 2\n", "expected a mapping of sweep keys at the top level"),
     ("bad yaml", "targets: [a, b\n", "invalid YAML"),

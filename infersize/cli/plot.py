@@ -131,3 +131,29 @@ def plot_frontier(
     frontier = frontier_rows(output_dir, gpu_id, selection)
     figure = frontier_figure(frontier_plot(frontier, best, gpu_id, selection.describe()))
     typer.echo(str(save(figure, out)))
+
+
+@plot_app.command(
+    "methods",
+    epilog="Example: infersize plot methods outputs/methods --gpu h100 --target llama-3.1-8b "
+    "--out methods.png",
+)
+def plot_methods(
+    output_dir: opt.OutputDir,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],
+    target: Annotated[str, typer.Option("--target", help="Target model as in the tables.")],
+    out: opt.FigureOut,
+    context: opt.SliceContext = None,
+    scenario: opt.SliceScenario = None,
+) -> None:
+    """Each speculative method's best speedup against batch size, for one GPU and target, from
+    a sweep with a `methods` axis (its best_pairs table)."""
+    from infersize.show.figures import methods_figure, save
+    from infersize.sweep.best import Filters
+    from infersize.sweep.methods_view import method_points
+
+    filters = Filters(gpu=gpu, target=target, context_length=context, scenario=scenario)
+    curves = method_points(output_dir, filters)
+    data = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts] for m, pts in curves.items()}
+    title = f"Best speedup per method: {target} on {gpu} (each at its best drafter, K and TP)"
+    typer.echo(str(save(methods_figure(data, title), out)))

@@ -32,7 +32,8 @@ def _bytes(count: float, bits: float) -> int:
 def check_tp(model: Model, tp: int) -> None:
     if tp < 1:
         raise ValueRangeError("tp", f"must be at least 1, got {tp}")
-    if model.num_attention_heads % tp:
+    attends = model.speculator not in KV_FREE_SPECULATORS  # Medusa, MLP stages, n-gram: no heads
+    if attends and model.num_attention_heads % tp:
         raise InfersizeError(
             f"{model.id}: tensor parallel {tp} does not divide its "
             f"{model.num_attention_heads} attention heads"

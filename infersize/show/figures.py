@@ -5,7 +5,7 @@ sweep's tables; nothing is computed here."""
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -211,3 +211,27 @@ def frontier_svgs(plots: Sequence[FrontierPlot]) -> list[str]:
 
 def _frontier_svg(plot: FrontierPlot) -> str:
     return svg_text(frontier_figure(plot))
+
+
+def methods_figure(curves: Mapping[str, Sequence[tuple[int, float, str]]], title: str) -> Figure:
+    """Each speculative method's best speedup against batch size (points: batch, speedup,
+    drafter), the drafters behind each line named in the legend."""
+    fig, ax = _new_figure(7.5, 4.4)
+    for method, points in sorted(curves.items()):
+        batches = [p[0] for p in points]
+        speedups = [p[1] for p in points]
+        drafters = sorted({p[2].split(" ")[0] for p in points})
+        shown = ", ".join(drafters[:3]) + (" ..." if len(drafters) > 3 else "")
+        ax.plot(batches, speedups, marker="o", label=f"{method}: {shown}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    batches = sorted({p[0] for points in curves.values() for p in points})
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.minorticks_off()
+    ax.set_xlabel("batch size (concurrent sequences)")
+    ax.set_ylabel("speedup over plain decoding (roofline)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, title="method: drafter(s)", title_fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.margins(y=0.12)
+    return fig

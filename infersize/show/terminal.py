@@ -94,7 +94,9 @@ def render_table(
     console.print(table)
 
 
-BEST_COLUMNS = ["gpu", "target", "draft", "K", "speedup", "tokens/s", "tok/s/GPU", "GiB", "$/Mtok"]
+BEST_COLUMNS = [
+    "gpu", "target", "draft", "method", "K", "speedup", "tokens/s", "tok/s/GPU", "GiB", "$/Mtok"
+]  # fmt: skip
 
 
 def best_rows(rows: Sequence[dict[str, object]]) -> list[list[str]]:
@@ -108,7 +110,10 @@ def best_rows(rows: Sequence[dict[str, object]]) -> list[list[str]]:
             [
                 str(r["gpu"]),
                 f"{r['target']} {r['target_quant']}{tp}",
-                f"{r['draft']} {r['draft_quant']}",
+                str(r["draft"])
+                if r["draft_quant"] == "none"
+                else f"{r['draft']} {r['draft_quant']}",
+                str(r.get("method", "draft")),  # tables written before methods: draft models
                 str(r["optimal_k"]),
                 f"{r['speedup']:.2f}x",
                 f"{r['speculative_tokens_per_s']:,.0f}",

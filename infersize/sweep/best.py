@@ -176,7 +176,7 @@ def _at(frame: pl.DataFrame, selection: Selection) -> pl.DataFrame:
     )
 
 
-def _filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
+def filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
     frame = read_table(out_dir, table)
     names = {}
     for column in ("gpu", "target"):
@@ -194,7 +194,7 @@ def _filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
 
 def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
     """Rows of best_pairs at one (context, batch, scenario), ranks 1..`rank`."""
-    frame = _filtered(out_dir, "best_pairs", filters)
+    frame = filtered(out_dir, "best_pairs", filters)
     if frame.is_empty():
         return Answer(frame, None)
     chosen = select(frame, filters)

@@ -33,6 +33,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("target_quant", "str", "", "target weight precision (configs/precisions.yaml)"),
     Column("draft", "str", "", "draft model id"),
     Column("draft_quant", "str", "", "draft weight precision"),
+    Column(
+        "method",
+        "str",
+        "",
+        "speculative method, vLLM's names: draft (a separate model), eagle, eagle3, mtp, "
+        "medusa, mlp-speculator, ngram (docs/modelling.md)",
+    ),
     Column("kv_dtype", "str", "", "KV cache dtype of both models"),
     Column("engine", "str", "", "engine preset: memory rules and latency constants"),
     Column("speedup_model", "str", "", "the model that produced speedup (docs/modelling.md)"),

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
 from infersize.core.engines import ENGINES
+from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.errors import InfersizeError
 
@@ -105,6 +106,9 @@ class SweepConfig(_Strict):
     targets: list[str] = []
     drafts: list[str] = []
     pairs: list[PairEntry] = []
+    # speculative methods to compare (core/methods.py): pairs of other methods are dropped and
+    # each target gains the catalog's published head of every head method (and n-gram lookup)
+    methods: list[str] | None = None
     target_quants: list[str] = Field(default=["bf16"], min_length=1)
     draft_quants: list[str] = Field(default=["bf16"], min_length=1)
     kv_dtypes: list[str] = Field(default=["fp16"], min_length=1)
@@ -132,6 +136,15 @@ class SweepConfig(_Strict):
     def _known_speedup_model(cls, name: str) -> str:
         return _registered(name, SPEEDUP_MODELS, "speedup model")
 
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, names: list[str] | None) -> list[str] | None:
+        if names is None:
+            return None
+        if not names:
+            raise ValueError("methods needs at least one method")
+        return list(dict.fromkeys(_registered(n, METHODS, "method") for n in names))
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, name: str) -> str:
@@ -139,8 +152,9 @@ class SweepConfig(_Strict):
 
     @model_validator(mode="after")
     def _pairs_or_lists(self) -> SweepConfig:
-        if not self.pairs and not (self.targets and self.drafts):
-            raise ValueError("give targets and drafts, or explicit pairs")
+        heads_only = self.methods is not None and any(m != "draft" for m in self.methods)
+        if not self.pairs and not (self.targets and (self.drafts or heads_only)):
+            raise ValueError("give targets and drafts (or head methods), or explicit pairs")
         return self
 
 
@@ -152,7 +166,8 @@ def cells_upper_bound(cfg: SweepConfig) -> float:
     """The grid's cells counted from its axes alone, before anything is built: every listed
     pair and (target, draft) product, every precision, KV dtype, GPU and TP size, and at most
     three acceptance scenarios per pair. Pairs and settings that do not apply make it smaller."""
-    pairs = len(set(cfg.targets)) * len(set(cfg.drafts)) + len(cfg.pairs)
+    methods = len(cfg.methods or ())  # at most one published drafter per method and target
+    pairs = len(set(cfg.targets)) * (len(set(cfg.drafts)) + methods) + len(cfg.pairs)
     tps = sum(len(set(g.tp)) if isinstance(g, GpuEntry) else 1 for g in cfg.gpus)
     scenarios = _axis_count(cfg.acceptance_rates) if cfg.acceptance_rates is not None else 3
     own = [_axis_count(p.acceptance_rates) for p in cfg.pairs if p.acceptance_rates is not None]

@@ -16,8 +16,10 @@ from infersize.catalog.store import Catalog
 from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import draft_is_smaller, pairing_problem
+from infersize.core.methods import get_method, method_of
 from infersize.errors import InfersizeError
 from infersize.service.acceptance import pair_acceptance
+from infersize.service.resolve import published_head
 from infersize.sweep.config import SweepConfig, SweepConfigError, axis_values
 
 
@@ -134,12 +136,44 @@ def _paired_names(
             count_skipped(skipped, "drafts not smaller than their target")
         else:
             pairs.setdefault((target, draft), None)
+    if cfg.methods is not None:
+        pairs = _by_method(cfg.methods, targets, pairs, catalog, skipped)
     if not pairs:
         raise SweepConfigError(
             f"{doc.path}: no (target, draft) pair is left after the pairing "
             "rule (same tokenizer family, draft smaller than target)"
         )
     return pairs
+
+
+def _by_method(
+    methods: list[str],
+    targets: list[str],
+    pairs: dict[tuple[str, str], tuple[float, ...] | None],
+    catalog: Catalog,
+    skipped: dict[str, int],
+) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """The pairs of the methods asked: each target gains the catalog's published drafter of
+    every head method (n-gram: the lookup), and pairs of other methods are dropped."""
+    out = dict(pairs)
+    for target in targets:
+        for name in methods:
+            method = get_method(name)
+            if method.speculator is None:
+                continue
+            try:
+                head = published_head(model_of(catalog, target), method, catalog)
+            except InfersizeError:
+                count_skipped(skipped, f"targets without a published {name} drafter")
+                continue
+            out.setdefault((target, head.id), None)
+    kept = {
+        pair: alphas
+        for pair, alphas in out.items()
+        if method_of(model_of(catalog, pair[1])).name in methods
+    }
+    count_skipped(skipped, "pairs of methods not asked", len(out) - len(kept))
+    return kept
 
 
 def resolve_pairs(
@@ -162,7 +196,15 @@ def resolve_pairs(
         elif uniform is not None:
             pairs.append(Pair(target, draft, uniform, "sweep"))
         else:
-            known = pair_acceptance(model_of(catalog, target), model_of(catalog, draft), catalog)
+            try:
+                known = pair_acceptance(
+                    model_of(catalog, target), model_of(catalog, draft), catalog
+                )
+            except InfersizeError as exc:
+                raise SweepConfigError(
+                    f"{doc.path}: ({target}, {draft}): {exc}; in a sweep, give the pair its "
+                    "acceptance_rates under pairs, or acceptance_rates for every pair"
+                ) from None
             pairs.append(Pair(target, draft, known.scenarios, known.source))
     counts = {len(p.alphas) for p in pairs}
     if len(counts) > 1:

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from infersize import __version__
+from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.engines import get_engine
 from infersize.core.evaluate import MAX_K
+from infersize.core.methods import method_of
 from infersize.service.resolve import combined_support
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
 from infersize.sweep.pairing import (
@@ -48,6 +50,7 @@ class Setting:
     alphas: tuple[float, ...]  # the pair's α in each acceptance scenario
     alpha_source: str  # sweep, pair, published or prior (see columns.py)
     support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)
+    method: str = "draft"  # the speculative method the draft runs (core/methods.py)
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,9 @@ def _settings(
         count_skipped(
             skipped, "tp sizes that do not divide the attention heads", len(gpu.tp) - len(tps)
         )
-        for t_q, d_q in product(tq, dq):
+        drafter = model_of(catalog, pair.draft)
+        method = method_of(drafter).name
+        for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
             sides = {
                 "target": (t_q, catalog.support(t_q, device, family)),
                 "draft": (d_q, catalog.support(d_q, device, family)),
@@ -231,11 +236,21 @@ def _settings(
             for tp, k_v in product(tps, kvs):
                 setting = Setting(
                     gpu.name, tp, pair.target, t_q, k_v, pair.draft, d_q,
-                    gpu.price_usd_per_hour, pair.alphas, pair.alpha_source, support,
+                    gpu.price_usd_per_hour, pair.alphas, pair.alpha_source, support, method,
                 )  # fmt: skip
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
     return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
+
+
+def _draft_quants(drafter: Model, asked: list[str]) -> list[str]:
+    """A draft model runs at every precision asked; a head at its checkpoint's own (engines
+    load heads unquantised), n-gram lookup at none."""
+    if drafter.speculator == "ngram":
+        return ["none"]
+    if drafter.is_speculator_head:
+        return [drafter.checkpoint_dtype or "bf16"]
+    return asked
 
 
 def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ...] = ()) -> Plan:

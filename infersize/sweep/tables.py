@@ -47,6 +47,7 @@ def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
         "target_quant": _per_setting([x.target_quant for x in settings], s),
         "draft": _per_setting([x.draft for x in settings], s),
         "draft_quant": _per_setting([x.draft_quant for x in settings], s),
+        "method": _per_setting([x.method for x in settings], s),
         "kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
         "engine": _per_setting([task.scoring.engine] * len(settings), s),
         "speedup_model": _per_setting([task.scoring.speedup_model] * len(settings), s),

@@ -1,0 +1,112 @@
+"""A sweep over speculative methods (issue #16): the `methods` axis adds each target's published
+heads and n-gram lookup, drops other methods, and best_pairs ranks the methods against each
+other; read back with pyarrow as a BI tool would."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from infersize.cli import app
+from infersize.sweep.config import SweepConfigError, load_sweep
+from infersize.sweep.plan import build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE = """\
+name: m
+targets: [llama-3.1-8b, qwen2.5-7b]
+drafts: [llama-3.2-1b, qwen2.5-0.5b]
+gpus: [h100]
+context_lengths: [4096]
+batch_sizes: [1, 64]
+draft_k: {start: 1, stop: 6, step: 1}
+"""
+
+
+def plan_of(tmp_path: Path, text: str):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(textwrap.dedent(text))
+    config, doc = load_sweep(path)
+    return build_plan(config, doc)
+
+
+def test_methods_add_published_heads_and_drop_other_methods(tmp_path):
+    plan = plan_of(tmp_path, BASE + "methods: [eagle3]\n")
+    assert {(s.target, s.draft, s.method) for s in plan.settings} == {
+        ("llama-3.1-8b", "eagle3-llama3.1-8b", "eagle3")
+    }
+    # heads run at their checkpoint's precision, whatever draft_quants lists
+    assert {s.draft_quant for s in plan.settings} == {"fp16"}
+    assert plan.skipped["targets without a published eagle3 drafter"] == 1  # qwen2.5-7b
+    assert plan.skipped["pairs of methods not asked"] == 2  # the two draft-model pairs
+
+
+def test_without_methods_the_grid_is_as_before(tmp_path):
+    plan = plan_of(tmp_path, BASE)
+    assert {s.method for s in plan.settings} == {"draft"}
+    assert len({(s.target, s.draft) for s in plan.settings}) == 2
+
+
+def test_ngram_needs_the_users_acceptance(tmp_path):
+    with pytest.raises(SweepConfigError) as error:
+        plan_of(tmp_path, BASE + "methods: [ngram]\n")
+    assert str(error.value).endswith(
+        "(llama-3.1-8b, ngram): n-gram acceptance depends on how much the output repeats the "
+        "prompt: give --acceptance-rate (or --acceptance-rates) for llama-3.1-8b with ngram; in "
+        "a sweep, give the pair its acceptance_rates under pairs, or acceptance_rates for every "
+        "pair"
+    )
+    plan = plan_of(tmp_path, BASE + "methods: [ngram]\nacceptance_rates: [0.5]\n")
+    assert {(s.draft, s.draft_quant, s.method) for s in plan.settings} == {
+        ("ngram", "none", "ngram")
+    }
+
+
+def test_unknown_method_names_the_choices(tmp_path, runner):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(BASE + "methods: [lookahead]\n")
+    result = runner.invoke(app, ["sweep", "validate", str(path)])
+    assert result.exit_code == 2
+    assert "unknown method 'lookahead': choose draft, eagle, eagle3, mtp, medusa, " in result.stderr
+
+
+@pytest.fixture(scope="module")
+def methods_run(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    out = tmp_path_factory.mktemp("methods") / "out"
+    sweep = ROOT / "sweeps" / "methods.yaml"
+    result = CliRunner().invoke(app, ["sweep", "run", str(sweep), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    yield out
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def test_best_pairs_rank_the_methods_per_gpu(methods_run):
+    table = pq.read_table(methods_run / "best_pairs.parquet")
+    assert set(table.column("method").to_pylist()) == {"draft", "eagle3", "ngram"}
+    one = table.filter(
+        pc.and_(
+            pc.and_(pc.equal(table["gpu"], "h100-sxm"), pc.equal(table["target"], "llama-3.3-70b")),
+            pc.and_(pc.equal(table["batch_size"], 16), pc.equal(table["acceptance_scenario"], 1)),
+        )
+    ).sort_by("rank")
+    methods = one.column("method").to_pylist()
+    assert {"draft", "eagle3", "ngram"} <= set(methods)  # every method ranked in one group
+    # ranked by what each GPU delivers (speculative tokens/s per GPU), so TP sizes compare
+    per_gpu = one.column("speculative_tokens_per_s_per_gpu").to_pylist()
+    assert per_gpu == sorted(per_gpu, reverse=True)
+    assert one.column("rank").to_pylist() == list(range(1, len(per_gpu) + 1))
+
+
+def test_best_names_the_method(methods_run, runner):
+    result = runner.invoke(app, ["best", str(methods_run), "--gpu", "h100", "--batch-size", "64"])
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if "method" in line)
+    assert header.split()[:5] == ["gpu", "target", "draft", "method", "K"]
