@@ -4,6 +4,7 @@ other; read back with pyarrow as a BI tool would."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -110,3 +111,56 @@ def test_best_names_the_method(methods_run, runner):
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if "method" in line)
     assert header.split()[:5] == ["gpu", "target", "draft", "method", "K"]
+
+
+PROFILE_SWEEP = """\
+name: p
+pairs:
+  - target: llama-3.1-8b
+    draft: eagle3-llama3.1-8b
+    acceptance_profile: [0.7296, 0.5208, 0.3545]
+  - {target: llama-3.1-8b, draft: llama-3.2-1b, acceptance_rates: [0.7]}
+gpus: [h100]
+context_lengths: [4096]
+batch_sizes: [1, 32]
+draft_k: {start: 1, stop: 6, step: 1}
+output: {best_top_n: 5}
+"""
+
+
+def test_a_pair_profile_scores_as_spec_does(tmp_path, runner):
+    """vLLM's CI per-position acceptance for EAGLE-3 on Llama-3.1-8B (K=3) as a pair's
+    profile: the sweep's best K and speedup equal `spec --acceptance-rates` at each batch."""
+    (tmp_path / "p.yaml").write_text(PROFILE_SWEEP)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sweep", "run", str(tmp_path / "p.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out / "best_pairs.parquet").to_pylist()
+    rows = {
+        r["batch_size"]: r
+        for r in table
+        if r["draft"] == "eagle3-llama3.1-8b" and r["target_quant"] == "bf16"
+    }
+    assert {r["acceptance_source"] for r in rows.values()} == {"profile"}
+    for batch, row in rows.items():
+        spec = runner.invoke(app, [
+            "spec", "--target", "llama-3.1-8b", "--draft", "eagle3-llama3.1-8b", "--gpu", "h100",
+            "--target-quant", "bf16", "--acceptance-rates", "0.7296,0.5208,0.3545",
+            "--batch-size", str(batch), "--max-k", "6", "--draft-k", "3", "--json",
+        ])  # fmt: skip
+        data = json.loads(spec.stdout)
+        assert row["optimal_k"] == data["optimal_k"]
+        assert row["speedup"] == pytest.approx(data["speedup_at_optimal_k"], rel=1e-9)
+    # the α column holds the i.i.d. rate with the profile's mean acceptance length at K=3
+    assert rows[1]["acceptance_rate"] == pytest.approx(0.7183, abs=1e-4)
+
+
+def test_profile_and_rates_together_are_refused(tmp_path, runner):
+    text = PROFILE_SWEEP.replace(
+        "acceptance_profile: [0.7296, 0.5208, 0.3545]",
+        "acceptance_profile: [0.7296, 0.5208, 0.3545]\n    acceptance_rates: [0.6]",
+    )
+    (tmp_path / "p.yaml").write_text(text)
+    result = runner.invoke(app, ["sweep", "validate", str(tmp_path / "p.yaml")])
+    assert result.exit_code == 2
+    assert "give acceptance_rates or acceptance_profile, not both" in result.stderr

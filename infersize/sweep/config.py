@@ -18,6 +18,7 @@ from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
 from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
+from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.errors import InfersizeError
 
@@ -91,6 +92,18 @@ class PairEntry(_Strict):
     target: str
     draft: str
     acceptance_rates: FloatAxis | None = None
+    # per-position acceptance as vLLM logs it (r_1, r_2, ...): replaces the i.i.d. α for the pair
+    acceptance_profile: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_acceptance(self) -> PairEntry:
+        if self.acceptance_rates is not None and self.acceptance_profile is not None:
+            raise ValueError("give acceptance_rates or acceptance_profile, not both")
+        if self.acceptance_profile is not None:
+            problem = profile_problem(self.acceptance_profile)
+            if problem:
+                raise ValueError(f"acceptance_profile: {problem}")
+        return self
 
 
 class OutputConfig(_Strict):

@@ -17,6 +17,7 @@ from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import draft_is_smaller, pairing_problem
 from infersize.core.methods import get_method, method_of
+from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.errors import InfersizeError
 from infersize.service.acceptance import pair_acceptance
 from infersize.service.resolve import published_head
@@ -73,6 +74,7 @@ class Pair:
     draft: str
     alphas: tuple[float, ...]
     alpha_source: str
+    profile: tuple[float, ...] | None = None  # per-position acceptance, when the pair has one
 
 
 def first_occurrences(names: list[str]) -> list[tuple[int, str]]:
@@ -88,8 +90,14 @@ def unique(keys: Iterable[str]) -> list[str]:
 
 
 def _explicit_pairs(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, notes: list[str]
+    cfg: SweepConfig,
+    doc: YamlDocument,
+    catalog: Catalog,
+    notes: list[str],
+    profiles: dict[tuple[str, str], tuple[float, ...]],
 ) -> dict[tuple[str, str], tuple[float, ...] | None]:
+    """The pairs listed, with their own α (None: from the sweep or the catalog); their
+    per-position profiles go into `profiles`."""
     pairs: dict[tuple[str, str], tuple[float, ...] | None] = {}
     for i, pair in enumerate(cfg.pairs):
         target = model_key(doc, catalog, pair.target, "pairs", i, "target")
@@ -110,6 +118,8 @@ def _explicit_pairs(
             alphas = alpha_axis(
                 doc, axis_values(pair.acceptance_rates), "pairs", i, "acceptance_rates"
             )
+        if pair.acceptance_profile is not None:
+            profiles[(target, draft)] = tuple(pair.acceptance_profile)
         pairs[(target, draft)] = alphas
     return pairs
 
@@ -120,8 +130,9 @@ def _paired_names(
     catalog: Catalog,
     skipped: dict[str, int],
     notes: list[str],
+    profiles: dict[tuple[str, str], tuple[float, ...]],
 ) -> dict[tuple[str, str], tuple[float, ...] | None]:
-    pairs = _explicit_pairs(cfg, doc, catalog, notes)
+    pairs = _explicit_pairs(cfg, doc, catalog, notes, profiles)
     targets = unique(
         model_key(doc, catalog, n, "targets", i) for i, n in first_occurrences(cfg.targets)
     )
@@ -190,8 +201,11 @@ def resolve_pairs(
     if cfg.acceptance_rates is not None:
         uniform = alpha_axis(doc, axis_values(cfg.acceptance_rates), "acceptance_rates")
     pairs = []
-    for (target, draft), own in _paired_names(cfg, doc, catalog, skipped, notes).items():
-        if own is not None:
+    profiles: dict[tuple[str, str], tuple[float, ...]] = {}
+    for (target, draft), own in _paired_names(cfg, doc, catalog, skipped, notes, profiles).items():
+        if (target, draft) in profiles:
+            pairs.append(Pair(target, draft, (), "profile", profiles[(target, draft)]))
+        elif own is not None:
             pairs.append(Pair(target, draft, own, "pair"))
         elif uniform is not None:
             pairs.append(Pair(target, draft, uniform, "sweep"))
@@ -206,6 +220,7 @@ def resolve_pairs(
                     "acceptance_rates under pairs, or acceptance_rates for every pair"
                 ) from None
             pairs.append(Pair(target, draft, known.scenarios, known.source))
+    pairs = _fill_profile_scenarios(pairs)
     counts = {len(p.alphas) for p in pairs}
     if len(counts) > 1:
         raise SweepConfigError(
@@ -213,6 +228,20 @@ def resolve_pairs(
             "rates: every pair needs the same number of scenarios, compared position by position"
         )
     return pairs
+
+
+def _fill_profile_scenarios(pairs: list[Pair]) -> list[Pair]:
+    """A measured profile is one answer, the same in every acceptance scenario; its α is the
+    i.i.d. rate with the same mean acceptance length at the profile's K (for the tables)."""
+    scenarios = max((len(p.alphas) for p in pairs if p.profile is None), default=1)
+    out = []
+    for p in pairs:
+        if p.profile is not None:
+            k = len(p.profile)
+            alpha = round(float(alpha_for_expected_tokens(1.0 + sum(p.profile), k)), 4)
+            p = Pair(p.target, p.draft, (alpha,) * scenarios, p.alpha_source, p.profile)
+        out.append(p)
+    return out
 
 
 def count_skipped(skipped: dict[str, int], reason: str, n: int = 1) -> None:

@@ -51,6 +51,7 @@ class Setting:
     alpha_source: str  # sweep, pair, published or prior (see columns.py)
     support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)
     method: str = "draft"  # the speculative method the draft runs (core/methods.py)
+    profile: tuple[float, ...] | None = None  # per-position acceptance replacing the i.i.d. α
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class Plan:
     @cached_property
     def _resolved(self) -> dict[str, Any]:
         pairs = sorted({(s.target, s.draft, s.alphas, s.alpha_source) for s in self.settings})
+        profiles = {(s.target, s.draft): list(s.profile) for s in self.settings if s.profile}
         gpus: dict[str, tuple[set[int], float | None]] = {}
         for s in self.settings:
             gpus.setdefault(s.gpu, (set(), s.price_usd_per_hour))[0].add(s.tp)
@@ -134,6 +136,7 @@ class Plan:
             "infersize_version": __version__,
             "pairs": [
                 {"target": t, "draft": d, "acceptance_rates": list(a), "acceptance_source": src}
+                | ({"acceptance_profile": profiles[(t, d)]} if (t, d) in profiles else {})
                 for t, d, a, src in pairs
             ],
             "gpus": [
@@ -237,6 +240,7 @@ def _settings(
                 setting = Setting(
                     gpu.name, tp, pair.target, t_q, k_v, pair.draft, d_q,
                     gpu.price_usd_per_hour, pair.alphas, pair.alpha_source, support, method,
+                    pair.profile,
                 )  # fmt: skip
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")

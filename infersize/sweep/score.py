@@ -15,6 +15,7 @@ from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
+from infersize.core.profile import extend_profile, iid_profile
 from infersize.core.speedup import get_speedup_model
 from infersize.service.resolve import resolve_side
 from infersize.sweep.plan import Scoring, Setting
@@ -88,6 +89,20 @@ def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
     return context, batch, alpha
 
 
+def _rates(task: ChunkTask, alpha: FloatArray) -> FloatArray | None:
+    """Per-position acceptance r_1 … r_Kmax on a last axis, (S, 1, 1, A, Kmax), when a pair of
+    the chunk has a measured profile: its profile (extended past its end), and r_i = α^i for
+    the others. None when no pair has one: the i.i.d. E, as before."""
+    if all(s.profile is None for s in task.settings):
+        return None
+    k_max = max(task.ks)
+    rates = iid_profile(alpha, k_max)
+    for i, setting in enumerate(task.settings):
+        if setting.profile is not None:
+            rates[i] = extend_profile(setting.profile, k_max)
+    return rates
+
+
 def _columns(best: Point, dep: DeploymentNumbers) -> dict[str, FloatArray]:
     shape = best.k.shape  # (S, C, B, A)
     mem = best.memory
@@ -141,7 +156,10 @@ def score(task: ChunkTask) -> Scored:
     )  # fmt: skip
     dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
     context, batch, alpha = _grid(task)
-    work = Workload(context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom)
+    rates = _rates(task, alpha)
+    work = Workload(
+        context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom, rates=rates
+    )
     ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
     best = ev.optimal
     shape = best.k.shape  # (S, C, B, A)
