@@ -11,7 +11,8 @@ from infersize.cli import app
 
 COMMANDS = [["spec"], ["sweep", "validate"], ["sweep", "run"], ["best"], ["models", "list"],
             ["models", "show"], ["gpus", "list"], ["gpus", "show"], ["alpha"], ["bench"],
-            ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["report"]]  # fmt: skip
+            ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["plot", "methods"],
+            ["report"]]  # fmt: skip
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
