@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ SEED_ARGS = [
     "--acceptance-rate", "0.72", "--draft-k", "4",
 ]  # fmt: skip
 
+
+# the parsed-catalog cache of the tests' own (and their subprocesses'), not the user's
+os.environ.setdefault("INFERSIZE_CACHE_DIR", tempfile.mkdtemp(prefix="infersize-test-cache-"))
 
 # CI runs the property tests with a fixed seed: a red build is then a real, reproducible failure
 settings.register_profile("ci", derandomize=True, deadline=None)

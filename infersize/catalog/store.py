@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
+from infersize.catalog.cache import cache_key, load_cached, store_cached
 from infersize.catalog.published import AcceptancePrior, PublishedAcceptance
 from infersize.catalog.records import (
     Gpu,
@@ -24,8 +25,9 @@ from infersize.catalog.records import (
     SupportGroup,
     WeightFormat,
 )
-from infersize.catalog.yamlfile import read_yaml, validate
+from infersize.catalog.yamlfile import parse_yaml, validate
 from infersize.errors import CatalogError, UnknownNameError
+from infersize.files import InputFileError, read_input
 
 R = TypeVar("R", bound=Record)
 
@@ -178,8 +180,8 @@ def builtin_config_dir() -> Path:
 BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml", "acceptance.yaml", "support.yaml")
 
 
-def _load_file(path: Path, catalog: Catalog) -> None:
-    doc = read_yaml(path)
+def _load_file(path: Path, raw: bytes, catalog: Catalog) -> None:
+    doc = parse_yaml(path, raw)
     if not isinstance(doc.data, dict):
         raise CatalogError(f"{path}: expected a mapping with models/gpus/weight_formats/kv_dtypes")
     validate(doc, _CatalogFile, doc.data)
@@ -221,6 +223,23 @@ def load_catalog(overlays: tuple[Path, ...] = ()) -> Catalog:
         Table("kv dtype", KvDtype),
         files=files,
     )
-    for path in files:
-        _load_file(path, catalog)
+    blobs = [(str(path), _read(path)) for path in files]
+    key = cache_key(blobs, CODE)
+    cached = load_cached(key)
+    if isinstance(cached, Catalog) and cached.files == files:
+        return cached
+    for path, (_, raw) in zip(files, blobs, strict=True):
+        _load_file(path, raw, catalog)
+    store_cached(key, catalog)
     return catalog
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return read_input(Path(path))
+    except InputFileError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+# the modules whose classes a cached catalog holds: an edit to any of them misses the cache
+CODE = tuple(Path(__file__).with_name(name) for name in ("store.py", "records.py", "published.py"))

@@ -98,6 +98,11 @@ def read_yaml(path: Path, error: type[InfersizeError] = CatalogError) -> YamlDoc
         raw = read_input(Path(path))
     except InputFileError as exc:
         raise error(str(exc)) from None
+    return parse_yaml(path, raw, error)
+
+
+def parse_yaml(path: Path, raw: bytes, error: type[InfersizeError] = CatalogError) -> YamlDocument:
+    """Parse the bytes read from `path`; any syntax problem becomes one-line `error`."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
