@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -215,3 +216,58 @@ def test_every_method_names_a_drafter_kind():
     kinds = {m.speculator for m in METHODS.values()}
     assert kinds == {None, "eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"}
     assert method_of(CATALOG.model("llama-3.2-1b")).name == "draft"
+
+
+HEADS = Path(__file__).parent / "data" / "heads"
+
+
+def _folder(tmp_path: Path, name: str, config: dict) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def _draft(runner, target: str, folder: str, gpu: str = "h100") -> dict:
+    result = runner.invoke(app, ["spec", "--target", target, "--draft", folder, "--gpu", gpu,
+                                 "--acceptance-rate", "0.7", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_an_eagle3_folder_is_read_as_a_head(runner, tmp_path):
+    """The EAGLE-3 Llama-3.1-8B head's config (SafeAILab/EAGLE traineagle3/config.json): a
+    Llama config with draft_vocab_size; counted as the catalog's entry is."""
+    config = json.loads((HEADS / "eagle3-llama3.1-instruct-8b.json").read_text())["config"]
+    data = _draft(runner, "llama-3.1-8b", _folder(tmp_path, "eagle3", config))
+    assert data["method"] == "eagle3"
+    assert data["draft"]["params"] == param_counts(CATALOG.model("eagle3-llama3.1-8b")).total
+    assert data["draft"]["kv_cache_bytes"] > 0  # one layer of KV
+
+
+def test_a_medusa_folder_is_read_as_heads(runner, tmp_path):
+    """vLLM's MedusaConfig fields: medusa_num_heads, medusa_num_layers, medusa_fc_bias."""
+    config = {"model_type": "medusa", "hidden_size": 4096, "vocab_size": 32000,
+              "medusa_num_heads": 5, "medusa_num_layers": 1, "medusa_fc_bias": True}  # fmt: skip
+    data = _draft(runner, "vicuna-7b-v1.3", _folder(tmp_path, "medusa", config), "a100")
+    assert data["method"] == "medusa" and data["draft"]["kv_cache_bytes"] == 0
+    assert data["draft"]["params"] == 739_266_560  # as the catalog's medusa-vicuna-7b-v1.3
+
+
+def test_an_mlp_speculator_folder_is_read_as_stages(runner, tmp_path):
+    """vLLM's MLPSpeculatorConfig fields: emb_dim, inner_dim, n_predict, tie_weights."""
+    config = {"model_type": "mlp_speculator", "emb_dim": 4096, "inner_dim": 3072,
+              "n_predict": 3, "vocab_size": 128256, "tie_weights": False}  # fmt: skip
+    data = _draft(runner, "llama-3.1-8b", _folder(tmp_path, "mlp", config))
+    assert data["method"] == "mlp-speculator" and data["optimal_k"] <= 3
+    v, d = 128256, 3072
+    assert data["draft"]["params"] == 3 * v * d + 4096 * d + 2 * d * d + 3 * d * v + 3 * 2 * d
+
+
+def test_a_head_of_another_width_is_refused(runner, tmp_path):
+    config = json.loads((HEADS / "eagle3-llama3.1-instruct-8b.json").read_text())["config"]
+    folder = _folder(tmp_path, "eagle3", config)
+    result = runner.invoke(app, ["spec", "--target", "llama-3.3-70b", "--draft", folder,
+                                 "--gpu", "h100", "--acceptance-rate", "0.7"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "does not fit llama-3.3-70b (hidden 8192, vocabulary 128256)" in result.stderr

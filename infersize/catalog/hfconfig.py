@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from infersize.catalog.hffamilies import family_fields
+from infersize.catalog.hfheads import head_from_config
 from infersize.catalog.records import Model
 from infersize.catalog.vision import vision_fields
 from infersize.errors import InfersizeError
@@ -144,6 +145,16 @@ def model_from_config(config: dict[str, Any], model_id: str, hf_repo: str, where
     """Model from config.json; `where` names the file in errors."""
     if not isinstance(config, dict):
         raise CheckpointError(f"{where}: expected a JSON object")
+    try:
+        head = head_from_config(config, safe_id(model_id), hf_repo)
+    except KeyError as exc:
+        raise CheckpointError(f"{where}: missing '{exc.args[0]}'") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "config"
+        raise CheckpointError(f"{where}: {key}: {err['msg']}") from None
+    if head is not None:
+        return head
     original, config = config, _text_config(config)
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in ARCHITECTURES:

@@ -176,7 +176,8 @@ def pairing_problem(target: Model, draft: Model, allow_cross_tokenizer: bool) ->
     if problem := head_problem(target, draft):
         return problem
     t_tok, d_tok = target.tokenizer_family, draft.tokenizer_family
-    if t_tok != d_tok and not allow_cross_tokenizer and draft.speculator != "ngram":
+    # a head shares the target's vocabulary (head_problem checks it): no tokenizer to compare
+    if t_tok != d_tok and not allow_cross_tokenizer and not draft.is_speculator_head:
         return (
             f"draft {draft.id} ({d_tok} tokenizer) does not share {target.id}'s tokenizer ({t_tok})"
         )

@@ -38,7 +38,7 @@ def spec_notes(
                 f"max_position_embeddings ({side.model.max_position_embeddings})"
             )
     target, draft = dep.target.model, dep.draft.model if dep.draft else None
-    if draft and draft.tokenizer_family != target.tokenizer_family and draft.speculator != "ngram":
+    if draft and draft.tokenizer_family != target.tokenizer_family and not draft.is_speculator_head:
         notes.append(
             f"{draft.id} ({draft.tokenizer_family} tokenizer) does not share "
             f"{target.id}'s tokenizer ({target.tokenizer_family}): the speedup "
