@@ -180,8 +180,8 @@ def test_method_without_draft_picks_the_published_head_and_says_which(runner):
     ("args", "message"),
     [
         (["--target", "llama-3.1-8b", "--method", "mtp"], "error: no published mtp drafter for "
-         "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-v3; give --draft "
-         "(a catalog id, a folder or hf:ID)\n"),
+         "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-v3, glm-4.5, "
+         "glm-4.5-air, qwen3-next-80b-a3b; give --draft (a catalog id, a folder or hf:ID)\n"),
         (["--target", "llama-3.1-8b", "--method", "eagle3", "--draft", "llama-3.2-1b"],
          "error: llama-3.2-1b is a draft drafter, not eagle3: drop --method or give a matching "
          "--draft\n"),
@@ -271,3 +271,17 @@ def test_a_head_of_another_width_is_refused(runner, tmp_path):
                                  "--gpu", "h100", "--acceptance-rate", "0.7"])  # fmt: skip
     assert result.exit_code == 2
     assert "does not fit llama-3.3-70b (hidden 8192, vocabulary 128256)" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["qwen3-next-80b-a3b", "glm-4.5", "glm-4.5-air"])
+def test_mtp_drafters_are_the_modules_in_their_checkpoints(target):
+    """The MTP drafter of Qwen3-Next and GLM-4.5(-Air) holds exactly the MTP part of its
+    target's checkpoint (whose main model + MTP part equals the Hub total:
+    tests/test_new_families.py), its embedding and head copies aside (vLLM shares the
+    target's)."""
+    head, main = CATALOG.model(f"{target}-mtp"), CATALOG.model(target)
+    assert head.speculator == "mtp" and head.speculator_for == [target]
+    assert checkpoint_params(head) == param_counts(main).mtp
+    assert kv_layout(head, FP16).bytes_per_token == 2 * head.num_key_value_heads * 128 * 2 * (
+        2 if target.startswith("qwen3") else 1
+    )  # one full-attention layer: Qwen3-Next's heads are 256 wide, GLM's 128
