@@ -103,8 +103,10 @@ class Plan:
     def axis_counts(self) -> dict[str, int]:
         distinct = {
             name: len({getattr(s, name) for s in self.settings})
-            for name in ("gpu", "tp", "target", "target_quant", "kv_dtype", "draft", "draft_quant")
-        }
+            for name in (
+                "gpu", "tp", "target", "target_quant", "kv_dtype", "draft", "draft_quant", "method"
+            )
+        }  # fmt: skip
         pairs = len({(s.target, s.draft) for s in self.settings})
         return {
             "pairs": pairs,
