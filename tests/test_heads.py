@@ -192,6 +192,9 @@ def test_method_without_draft_picks_the_published_head_and_says_which(runner):
          "for llama-3.1-8b with ngram\n"),
         (["--target", "llama-3.1-8b", "--method", "lookahead"], "error: unknown method "
          "'lookahead'"),
+        (["--target", "vicuna-7b-v1.3", "--method", "medusa", "--acceptance-rate", "0.7",
+          "--draft-k", "6"], "error: --draft-k must be at most 5: medusa-vicuna-7b-v1.3 "
+         "proposes one token per head\n"),
     ],
 )  # fmt: skip
 def test_method_mistakes_exit_2_with_one_line(runner, args, message):
@@ -228,9 +231,9 @@ def _folder(tmp_path: Path, name: str, config: dict) -> str:
     return str(folder)
 
 
-def _draft(runner, target: str, folder: str, gpu: str = "h100") -> dict:
-    result = runner.invoke(app, ["spec", "--target", target, "--draft", folder, "--gpu", gpu,
-                                 "--acceptance-rate", "0.7", "--json"])  # fmt: skip
+def _draft(runner, target: str, folder: str, gpu: str = "h100", k: int = 4) -> dict:
+    args = ["--target", target, "--draft", folder, "--gpu", gpu, "--draft-k", str(k)]
+    result = runner.invoke(app, ["spec", *args, "--acceptance-rate", "0.7", "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -258,7 +261,7 @@ def test_an_mlp_speculator_folder_is_read_as_stages(runner, tmp_path):
     """vLLM's MLPSpeculatorConfig fields: emb_dim, inner_dim, n_predict, tie_weights."""
     config = {"model_type": "mlp_speculator", "emb_dim": 4096, "inner_dim": 3072,
               "n_predict": 3, "vocab_size": 128256, "tie_weights": False}  # fmt: skip
-    data = _draft(runner, "llama-3.1-8b", _folder(tmp_path, "mlp", config))
+    data = _draft(runner, "llama-3.1-8b", _folder(tmp_path, "mlp", config), k=3)
     assert data["method"] == "mlp-speculator" and data["optimal_k"] <= 3
     v, d = 128256, 3072
     assert data["draft"]["params"] == 3 * v * d + 4096 * d + 2 * d * d + 3 * d * v + 3 * 2 * d

@@ -16,7 +16,7 @@ from infersize.core.engines import Engine, get_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.methods import method_of
-from infersize.core.profile import extend_profile, profile_problem
+from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.errors import ValueRangeError
@@ -199,6 +199,16 @@ def _check_context(context_length: int, dep: Deployment) -> None:
         )
 
 
+def _check_draft_k(draft_k: int, dep: Deployment) -> None:
+    """Medusa heads and MLP-speculator stages propose at most one token each."""
+    head = None if dep.draft is None else dep.draft.model
+    if head is not None and head.speculator_heads is not None and draft_k > head.speculator_heads:
+        raise ValueRangeError(
+            "draft_k",
+            f"must be at most {head.speculator_heads}: {head.id} proposes one token per head",
+        )
+
+
 def engine_for(req: SpecRequest) -> Engine:
     return get_engine(
         req.engine,
@@ -222,6 +232,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
     _check_context(req.context_length, dep)
+    _check_draft_k(req.draft_k, dep)
     alpha, acceptance = (
         resolve_alpha(req.acceptance_rate, dep, catalog)
         if req.acceptance_rates is None
@@ -275,7 +286,8 @@ def _profile(req: SpecRequest, model: SpeedupModel, alpha: float) -> tuple[Any, 
             "(--acceptance-rate)",
         )
     rates = extend_profile(req.acceptance_rates, req.max_k)
-    same_length = alpha_for_expected_tokens(1.0 + rates[: req.draft_k].sum(), req.draft_k)
+    e_at_k = expected_tokens_profile(rates, [req.draft_k])[0]
+    same_length = alpha_for_expected_tokens(e_at_k, req.draft_k)
     return rates, float(same_length)
 
 

@@ -17,6 +17,7 @@ from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import draft_is_smaller, pairing_problem
 from infersize.core.methods import get_method, method_of
+from infersize.core.profile import expected_tokens_profile
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.errors import InfersizeError
 from infersize.service.acceptance import pair_acceptance
@@ -238,7 +239,8 @@ def _fill_profile_scenarios(pairs: list[Pair]) -> list[Pair]:
     for p in pairs:
         if p.profile is not None:
             k = len(p.profile)
-            alpha = round(float(alpha_for_expected_tokens(1.0 + sum(p.profile), k)), 4)
+            e = expected_tokens_profile(p.profile, [k])[0]
+            alpha = round(float(alpha_for_expected_tokens(e, k)), 4)
             p = Pair(p.target, p.draft, (alpha,) * scenarios, p.alpha_source, p.profile)
         out.append(p)
     return out
