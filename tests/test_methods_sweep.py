@@ -164,3 +164,17 @@ def test_profile_and_rates_together_are_refused(tmp_path, runner):
     result = runner.invoke(app, ["sweep", "validate", str(tmp_path / "p.yaml")])
     assert result.exit_code == 2
     assert "give acceptance_rates or acceptance_profile, not both" in result.stderr
+
+
+def test_the_report_compares_methods_per_gpu_and_target(methods_run, runner):
+    out = methods_run / "report.html"
+    result = runner.invoke(app, ["report", str(methods_run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    best = pq.read_table(methods_run / "best_pairs.parquet")
+    assert "<th>method</th>" in page
+    targets = set(best.column("target").to_pylist())
+    gpus = set(best.column("gpu").to_pylist())
+    for gpu in gpus:
+        for target in targets:
+            assert f"{target} on {gpu}: best speedup per method over batch size" in page

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,9 +42,12 @@ def report(
     sections = []
     if selection is not None:
         table = read_table(output_dir, "frontier")  # once, for every GPU's section
+        rows = answer.rows
+        compare = "method" in rows.columns and rows["method"].n_unique() > 1
         for (gpu,), rows in answer.rows.group_by(["gpu"], maintain_order=True):
             frontier = frontier_rows(output_dir, str(gpu), selection, table)
-            sections.append(GpuSection(str(gpu), rows, frontier))
+            methods = _method_curves(output_dir, filters, str(gpu), rows) if compare else {}
+            sections.append(GpuSection(str(gpu), rows, frontier, methods))
     chosen = "no fitting pair" if selection is None else selection.describe()
     target = out or output_dir / "report.html"
     try:
@@ -52,3 +55,19 @@ def report(
     except OSError as exc:
         raise InfersizeError(f"{target}: cannot write ({exc.strerror})") from None
     typer.echo(str(target))
+
+
+def _method_curves(output_dir: Path, filters: Any, gpu: str, rows: Any) -> dict[str, Any]:
+    """Each target's method curves on this GPU, from best_pairs (sweeps with a methods axis)."""
+    from dataclasses import replace
+
+    from infersize.sweep.methods_view import method_points
+
+    curves = {}
+    for target in rows["target"].unique(maintain_order=True).to_list():
+        points = method_points(
+            output_dir, replace(filters, gpu=gpu, target=target, batch_size=None)
+        )
+        curves[target] = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts]
+                          for m, pts in points.items()}  # fmt: skip
+    return curves

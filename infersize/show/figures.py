@@ -57,13 +57,13 @@ def save(fig: Figure, out: Path) -> Path:
 REPORT_MARGINS = {"left": 0.07, "right": 0.68, "bottom": 0.11, "top": 0.88}  # legend right
 
 
-def svg_text(fig: Figure) -> str:
+def svg_text(fig: Figure, margins: Mapping[str, float] = REPORT_MARGINS) -> str:
     """The figure as inline SVG (for the HTML report): text as text (the browser's fonts, not
     glyph outlines) and fixed margins, so one draw makes it (a tight bounding box takes two)."""
     import matplotlib
 
     buffer = io.StringIO()
-    fig.subplots_adjust(**REPORT_MARGINS)
+    fig.subplots_adjust(**margins)
     with matplotlib.rc_context({"svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg")
     fig.clear()
@@ -151,11 +151,15 @@ def frontier_plot(
     frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str
 ) -> FrontierPlot:
     """One GPU's frontier rows (one series per target) and each target's best pair."""
+
+    def drafter(r: dict[str, object]) -> str:  # n-gram lookup has no precision to name
+        quant = "" if r["draft_quant"] == "none" else f" {r['draft_quant']}"
+        return f"{r['draft']}{quant} K={r['optimal_k']}"
+
     stars = {
-        r["target"]: (f"{r['draft']} {r['draft_quant']} K={r['optimal_k']}", r["combined_gib"],
-                      r["speedup"])
+        r["target"]: (drafter(r), r["combined_gib"], r["speedup"])
         for r in best.iter_rows(named=True)
-    }  # fmt: skip
+    }
     targets = []
     for (target,), rows in frontier.group_by(["target"], maintain_order=True):
         steps = rows.filter(rows["on_front"])
@@ -235,3 +239,10 @@ def methods_figure(curves: Mapping[str, Sequence[tuple[int, float, str]]], title
     ax.grid(alpha=0.3)
     ax.margins(y=0.12)
     return fig
+
+
+METHODS_MARGINS = {"left": 0.09, "right": 0.97, "bottom": 0.12, "top": 0.9}  # legend inside
+
+
+def methods_svg(curves: Mapping[str, Sequence[tuple[int, float, str]]], title: str) -> str:
+    return svg_text(methods_figure(curves, title), METHODS_MARGINS)

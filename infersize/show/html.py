@@ -5,14 +5,14 @@ it is given; reads and computes nothing."""
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from infersize import __version__
-from infersize.show.figures import frontier_plot, frontier_svgs
+from infersize.show.figures import frontier_plot, frontier_svgs, methods_svg
 from infersize.show.terminal import BEST_COLUMNS, best_rows
 
 STYLE = """
@@ -25,11 +25,15 @@ th:nth-child(-n+3), td:nth-child(-n+3) { text-align: left; }
 """
 
 
+MethodCurves = Mapping[str, Sequence[tuple[int, float, str]]]  # method -> (batch, S, drafter)
+
+
 @dataclass(frozen=True)
 class GpuSection:
     gpu: str
     best: pl.DataFrame  # best_pairs rows of this GPU at the selection
     frontier: pl.DataFrame  # frontier rows of this GPU at the selection (with on_front)
+    methods: Mapping[str, MethodCurves] = field(default_factory=dict)  # target -> its curves
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str) -> str:
@@ -50,8 +54,21 @@ def _section(section: GpuSection, figure: str) -> str:
         f"{_table(BEST_COLUMNS, best_rows(rows.to_dicts()), f'best-{gpu}')}"
         f'<figure id="figure-{anchor}">{figure}<figcaption>Frontier of {anchor}: memory vs '
         "speedup per target; ★ each target's best draft pair, named in the legend "
-        f'(<a href="#gpu-{anchor}">back to its table</a>).</figcaption></figure></section>'
+        f'(<a href="#gpu-{anchor}">back to its table</a>).</figcaption></figure>'
+        f"{_methods(section)}</section>"
     )
+
+
+def _methods(section: GpuSection) -> str:
+    """Per target, each method's best speedup over batch size (sweeps with a methods axis)."""
+    out = []
+    for target, curves in section.methods.items():
+        title = f"{target} on {section.gpu}: best speedup per method over batch size"
+        out.append(
+            f"<figure>{methods_svg(curves, title)}<figcaption>{html.escape(title)}, each "
+            "method at its best drafter, K and TP.</figcaption></figure>"
+        )
+    return "".join(out)
 
 
 def _assumptions(manifest: dict[str, Any], sections: Sequence[GpuSection]) -> str:
