@@ -11,6 +11,7 @@ import pytest
 
 from infersize.catalog import load_catalog
 from infersize.catalog.records import Model
+from infersize.catalog.sources import resolve_model
 from infersize.cli import app
 from infersize.core.engines import get_engine
 from infersize.core.memory import kv_layout
@@ -288,3 +289,17 @@ def test_mtp_drafters_are_the_modules_in_their_checkpoints(target):
     assert kv_layout(head, FP16).bytes_per_token == 2 * head.num_key_value_heads * 128 * 2 * (
         2 if target.startswith("qwen3") else 1
     )  # one full-attention layer: Qwen3-Next's heads are 256 wide, GLM's 128
+
+
+def test_a_specforge_eagle3_head_matches_its_cards_parameter_figure(runner, tmp_path):
+    """thomaskiefer/EAGLE3-Apertus-8B-Instruct-2509 (model card: LlamaForCausalLMEagle3,
+    hidden 4096, MLP 21504, 32/8 heads, 1 layer, vocabulary 131,072, draft vocabulary 32,000,
+    bf16, "Parameters ~513M"): counted from those fields, 512,802,048, which the card rounds to
+    513M (it would be 1.05 B with an embedding of its own, which EAGLE-3 heads do not ship)."""
+    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+              "hidden_size": 4096, "intermediate_size": 21504, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "num_hidden_layers": 1, "vocab_size": 131072,
+              "draft_vocab_size": 32000, "torch_dtype": "bfloat16"}  # fmt: skip
+    head = resolve_model(_folder(tmp_path, "apertus-eagle3", config), CATALOG).model
+    total = param_counts(head).total
+    assert total == 512_802_048 and round(total / 1e6) == 513
