@@ -71,3 +71,13 @@ def test_no_cache_when_asked(cache, monkeypatch):
     monkeypatch.setenv("INFERSIZE_NO_CACHE", "1")
     load()
     assert not cache.exists()
+
+
+def test_only_the_newest_catalogs_are_kept(cache, tmp_path):
+    from infersize.catalog.cache import KEEP
+
+    overlay = tmp_path / "mine.yaml"
+    for tflops in range(100, 100 + KEEP + 3):  # each edit is a new catalog
+        overlay.write_text(OVERLAY.replace("fp16_tflops: 100", f"fp16_tflops: {tflops}"))
+        assert load(overlay).gpu("my-gpu").fp16_tflops == tflops
+    assert len(list(cache.glob("catalog-*.pickle"))) == KEEP

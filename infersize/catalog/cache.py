@@ -71,5 +71,20 @@ def store_cached(key: str, value: Any) -> None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if _trusted(folder):
             atomic_write(folder / f"catalog-{key}.pickle", pickle.dumps(value))
+            _prune(folder)
     except OSError:
         pass
+
+
+KEEP = 8  # catalogs kept: the built-in one and a few overlays, across edits
+
+
+def _prune(folder: Path) -> None:
+    """Only the most recently written catalogs stay (each edit of a catalog makes a new one)."""
+    entries = sorted(
+        (p for p in folder.glob("catalog-*.pickle") if p.is_file() and not p.is_symlink()),
+        key=lambda p: p.stat().st_mtime_ns,
+        reverse=True,
+    )
+    for old in entries[KEEP:]:
+        old.unlink(missing_ok=True)

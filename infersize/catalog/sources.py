@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from infersize.catalog.checkpoint import Checkpoint, load_folder
-from infersize.catalog.hfconfig import CheckpointError
 from infersize.catalog.records import ComponentBytes, Model, WeightFormat
 from infersize.catalog.store import Catalog
 from infersize.errors import UnknownNameError
+
+if TYPE_CHECKING:  # checkpoint readers load only for names that are files or Hub ids
+    from infersize.catalog.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ def _looks_like_path(name: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _load(name: str) -> Checkpoint:
+    from infersize.catalog.checkpoint import load_folder
+    from infersize.catalog.hfconfig import CheckpointError
+
     if name.startswith("hf:"):
         from infersize.catalog.hub import load_hub
 

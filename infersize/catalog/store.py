@@ -25,7 +25,6 @@ from infersize.catalog.records import (
     SupportGroup,
     WeightFormat,
 )
-from infersize.catalog.yamlfile import parse_yaml, validate
 from infersize.errors import CatalogError, UnknownNameError
 from infersize.files import InputFileError, read_input
 
@@ -181,6 +180,8 @@ BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml", "acceptance.yaml
 
 
 def _load_file(path: Path, raw: bytes, catalog: Catalog) -> None:
+    from infersize.catalog.yamlfile import parse_yaml, validate  # parsed only on a cache miss
+
     doc = parse_yaml(path, raw)
     if not isinstance(doc.data, dict):
         raise CatalogError(f"{path}: expected a mapping with models/gpus/weight_formats/kv_dtypes")
