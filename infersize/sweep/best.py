@@ -156,7 +156,7 @@ def select(frame: pl.DataFrame, filters: Filters) -> Selection:
     _check_swept(frame, "context_length", filters.context_length, "--context-length")
     _check_swept(frame, "batch_size", filters.batch_size, "--batch-size")
     scenario = _scenario(frame, filters)
-    from_catalog = set(frame["acceptance_source"].unique()) <= {"published", "prior"}
+    from_catalog = set(frame["acceptance_source"].unique()) <= {"published", "prior", "method"}
     n_scenarios = frame["acceptance_scenario"].max()
     named = from_catalog and n_scenarios == len(CATALOG_SCENARIOS) - 1
     return Selection(

@@ -64,11 +64,18 @@ COLUMNS: tuple[Column, ...] = (
         "str",
         "",
         "where α comes from: sweep (the what-if acceptance_rates), pair (the pair's own list), "
-        "published (a measured figure for this pair) or prior (fitted to published figures)",
+        "profile (the pair's per-position acceptance_profile; α is the i.i.d. rate with its "
+        "mean acceptance length), published (a measured figure for this pair), method (a head's "
+        "method's published figures) or prior (fitted to published figures)",
     ),
     Column("optimal_k", "int", "tokens", "K: draft tokens per step, the best that fits"),
     Column("speedup", "float", "x", "decode speedup over the target alone at this batch"),
-    Column("expected_tokens_per_step", "float", "tokens", "E = (1 − α^(K+1)) / (1 − α)"),
+    Column(
+        "expected_tokens_per_step",
+        "float",
+        "tokens",
+        "E = (1 − α^(K+1)) / (1 − α); 1 + r_1 + … + r_K for a per-position profile",
+    ),
     Column("latency_ratio", "float", "x", "γ = target step time / draft step time"),
     Column("target_weights_gib", "float", GIB, "target weights"),
     Column("target_kv_gib", "float", GIB, "target KV cache (context + K slots, all sequences)"),
