@@ -21,6 +21,7 @@ from infersize.core import memory as mem
 from infersize.core.arrays import Num
 from infersize.core.engines import Engine
 from infersize.core.latency import StepCost, step_cost
+from infersize.core.methods import method_of
 from infersize.core.params import ParamCounts, param_counts
 from infersize.core.vllm_pool import default_profile
 from infersize.errors import InfersizeError
@@ -92,7 +93,7 @@ def prepare_side(
         hidden_size=model.hidden_size,
         encoder_bytes_per_item=mem.encoder_bytes_per_item(model.vision, tp),
         encoder_tokens_per_item=0 if model.vision is None else model.vision.tokens_per_item,
-        parallel_draft=1.0 if model.speculator == "medusa" else 0.0,
+        parallel_draft=1.0 if method_of(model).parallel else 0.0,
         max_k=float(model.speculator_heads or math.inf),
         gpu_time=1.0 if on_gpu else 0.0,
     )
