@@ -327,7 +327,7 @@ def test_a_failed_run_leaves_the_previous_tables_intact(tmp_path, monkeypatch):
     def disk_full(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(run_module, "merge_tables", disk_full)
+    monkeypatch.setattr(run_module.TableMerge, "finish", disk_full)
     with pytest.raises(run_module.OutputError, match=r"writing failed \(No space left on device\)"):
         run_sweep(plan, out)
     assert {name: (out / name).read_bytes() for name in TABLE_FILES} == before

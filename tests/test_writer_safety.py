@@ -181,7 +181,7 @@ def _resumable(tmp_path: Path, plan, monkeypatch, **settings) -> Path:
         raise OSError(28, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_module, "merge_tables", disk_full)
+        patch.setattr(run_module.TableMerge, "finish", disk_full)
         with pytest.raises(OutputError):
             run_sweep(plan, out, **settings)
     return out
@@ -214,6 +214,18 @@ def test_resume_refuses_a_changed_overlay_catalog(tmp_path, monkeypatch):
     load_catalog.cache_clear()
     with pytest.raises(OutputError, match="another sweep or config"):
         run_sweep(plan, out, resume=True)
+
+
+def test_resume_drops_the_half_written_tables_of_a_killed_run(tmp_path, monkeypatch, clean_runs):
+    """Tables are appended to while chunks are scored (sweep/merge.py): a run killed then
+    leaves temp files in its generation, which its resume removes instead of publishing."""
+    plan = plan_of(tmp_path)
+    out = _resumable(tmp_path, plan, monkeypatch, with_cells=True)
+    (gen,) = out.glob(".generations/*.partial/gen")
+    (gen / ".frontier.csv.killed.tmp").write_text("gpu,half a row")
+    run_sweep(plan, out, resume=True, with_cells=True)
+    assert not temp_files(out)
+    assert published(out) == clean_runs["leviathan"]
 
 
 def test_resume_rescores_a_damaged_part(tmp_path, monkeypatch, clean_runs):

@@ -1,6 +1,6 @@
-"""Running a plan: chunks in parallel through joblib, each written as Parquet parts, then merged
-into the final tables by polars, all inside one new generation of the output folder that is
-published whole (sweep/output.py has the layout and the rules).
+"""Running a plan: chunks in parallel through joblib, each written as Parquet parts that are
+merged into the final tables as they finish (sweep/merge.py), all inside one new generation of
+the output folder that is published whole (sweep/output.py has the layout and the rules).
 
 A run's parts live in its own partial folder under a fresh run id, so nothing a killed run's
 workers finish late can reach another run; workers also stop writing once the run's main
@@ -24,10 +24,11 @@ import pyarrow as pa
 import yaml
 
 from infersize import __version__
-from infersize.files import atomic_write, temp_beside
+from infersize.files import atomic_write
 from infersize.sweep import output
 from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
-from infersize.sweep.columns import arrow_schema, schema_json
+from infersize.sweep.columns import schema_json
+from infersize.sweep.merge import TableMerge
 from infersize.sweep.output import Generation, OutputError
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
@@ -128,46 +129,6 @@ def stop_workers() -> None:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _sink(frame: Any, path: Path, kind: str, schema: pa.Schema | None = None) -> None:
-    """polars writes to a fresh exclusive temp name beside `path`, then one rename."""
-    fd, tmp = temp_beside(path)
-    os.close(fd)
-    try:
-        if kind == "parquet":
-            frame.sink_parquet(tmp, compression="zstd", statistics=True, arrow_schema=schema)
-        else:
-            frame.sink_csv(tmp)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def merge_tables(generation: Generation, n_chunks: int, formats: list[str]) -> dict[str, int]:
-    """Concatenate the parts in chunk order (the sorted order) into the generation's tables."""
-    import polars as pl
-
-    rows = {}
-    for name, table in OUTPUT_TABLES.items():
-        folder = generation.parts / name
-        files = [str(folder / f"part-{i:06d}.parquet") for i in range(n_chunks)]
-        frame = pl.scan_parquet(files)
-        if table.merge is not None:
-            frame = table.merge(frame)
-        if "parquet" in formats:  # the data dictionary travels as field metadata
-            schema = arrow_schema(table.columns)
-            _sink(frame, generation.gen / f"{name}.parquet", "parquet", schema)
-        if "csv" in formats:
-            _sink(frame, generation.gen / f"{name}.csv", "csv")
-        if "parquet" in formats:  # the count is in the footer just written
-            import pyarrow.parquet as pq
-
-            rows[name] = pq.read_metadata(generation.gen / f"{name}.parquet").num_rows
-        else:
-            rows[name] = frame.select(pl.len()).collect().item()
-    return rows
 
 
 @dataclass(frozen=True)
@@ -291,11 +252,19 @@ def _run_locked(
     if options.backend == "loky":
         jobs = jobs_for(options.jobs, plan.total_cells, len(tasks))
     score_start = time.perf_counter()
-    for finished in _execute(tasks, where, jobs, options.backend, options.scheduler):
-        if on_chunk:
-            on_chunk(finished)
-    score_s = time.perf_counter() - score_start
-    rows = merge_tables(generation, len(plan.chunks), list(options.formats))
+    merge = TableMerge(generation, len(plan.chunks), list(options.formats))
+    try:  # parts are appended to the tables as chunks finish, while later ones are scored
+        for index in sorted(done):
+            merge.chunk_done(index)
+        for finished in _execute(tasks, where, jobs, options.backend, options.scheduler):
+            merge.chunk_done(finished.index)
+            if on_chunk:
+                on_chunk(finished)
+        score_s = time.perf_counter() - score_start
+        rows = merge.finish()
+    except BaseException:
+        merge.abandon()
+        raise
     if not options.with_cells:
         (generation.gen / "cells").rmdir()
     resolved = {
