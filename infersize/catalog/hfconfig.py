@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from infersize.catalog.hffamilies import family_fields
 from infersize.catalog.hfheads import head_from_config
 from infersize.catalog.records import Model
+from infersize.catalog.validation import validate_record
 from infersize.catalog.vision import vision_fields
 from infersize.errors import InfersizeError
 
@@ -206,16 +207,19 @@ def _model(
     declared = str(config.get("torch_dtype") or config.get("dtype") or "")
     dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(declared)
     try:
-        return Model(
-            id=safe_id(model_id),
-            hf_repo=hf_repo,
-            family=family,
-            tokenizer_family=tokenizer_family(family, config["vocab_size"]),
-            architecture=model_type,
-            tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
-            checkpoint_dtype=dtype,
-            **{**fields, **_moe(config), **_mla(config), **family_fields(config), **fixed},
-            **vision_fields(vision_of, int(config["hidden_size"])),
+        return validate_record(
+            Model,
+            dict(
+                id=safe_id(model_id),
+                hf_repo=hf_repo,
+                family=family,
+                tokenizer_family=tokenizer_family(family, config["vocab_size"]),
+                architecture=model_type,
+                tie_word_embeddings=config.get("tie_word_embeddings", tied_default),
+                checkpoint_dtype=dtype,
+                **{**fields, **_moe(config), **_mla(config), **family_fields(config), **fixed},
+                **vision_fields(vision_of, int(config["hidden_size"])),
+            ),
         )  # an architecture's own spelling wins over the common fields, its fixed fields over both
     except ValidationError as exc:
         err = exc.errors()[0]

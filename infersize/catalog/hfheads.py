@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersize.catalog.records import Model
+from infersize.catalog.validation import validate_record
 
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
@@ -41,47 +42,56 @@ def _is_eagle3(config: dict[str, Any]) -> bool:
 
 def _eagle3(config: dict[str, Any], model_id: str, hf_repo: str) -> Model:
     heads = config["num_attention_heads"]
-    return Model(
-        **_common(config, model_id, hf_repo, "eagle3"),
-        hidden_size=config["hidden_size"],
-        intermediate_size=config["intermediate_size"],
-        num_hidden_layers=config.get("num_hidden_layers", 1),
-        num_attention_heads=heads,
-        num_key_value_heads=config.get("num_key_value_heads") or heads,
-        head_dim=config.get("head_dim"),
-        draft_vocab_size=config.get("draft_vocab_size") or config["vocab_size"],
-        embedding_from_target=True,
-        speculator="eagle3",
+    return validate_record(
+        Model,
+        dict(
+            **_common(config, model_id, hf_repo, "eagle3"),
+            hidden_size=config["hidden_size"],
+            intermediate_size=config["intermediate_size"],
+            num_hidden_layers=config.get("num_hidden_layers", 1),
+            num_attention_heads=heads,
+            num_key_value_heads=config.get("num_key_value_heads") or heads,
+            head_dim=config.get("head_dim"),
+            draft_vocab_size=config.get("draft_vocab_size") or config["vocab_size"],
+            embedding_from_target=True,
+            speculator="eagle3",
+        ),
     )
 
 
 def _medusa(config: dict[str, Any], model_id: str, hf_repo: str) -> Model:
     hidden = config["hidden_size"]
-    return Model(
-        **_common(config, model_id, hf_repo, "medusa"),
-        hidden_size=hidden,
-        intermediate_size=hidden,
-        num_hidden_layers=config.get("medusa_num_layers", config.get("num_hidden_layers", 1)),
-        num_attention_heads=1,  # no attention: residual blocks and LM heads only
-        num_key_value_heads=1,
-        mlp_bias=bool(config.get("medusa_fc_bias", False)),
-        speculator="medusa",
-        speculator_heads=config.get("medusa_num_heads", config.get("num_heads", 5)),
+    return validate_record(
+        Model,
+        dict(
+            **_common(config, model_id, hf_repo, "medusa"),
+            hidden_size=hidden,
+            intermediate_size=hidden,
+            num_hidden_layers=config.get("medusa_num_layers", config.get("num_hidden_layers", 1)),
+            num_attention_heads=1,  # no attention: residual blocks and LM heads only
+            num_key_value_heads=1,
+            mlp_bias=bool(config.get("medusa_fc_bias", False)),
+            speculator="medusa",
+            speculator_heads=config.get("medusa_num_heads", config.get("num_heads", 5)),
+        ),
     )
 
 
 def _mlp_speculator(config: dict[str, Any], model_id: str, hf_repo: str) -> Model:
     common = _common(config, model_id, hf_repo, "mlp_speculator")
     common["tie_word_embeddings"] = bool(config.get("tie_weights", False))
-    return Model(
-        **common,
-        hidden_size=config["emb_dim"],
-        intermediate_size=config.get("inner_dim") or config["emb_dim"],
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        speculator="mlp_speculator",
-        speculator_heads=config["n_predict"],
+    return validate_record(
+        Model,
+        dict(
+            **common,
+            hidden_size=config["emb_dim"],
+            intermediate_size=config.get("inner_dim") or config["emb_dim"],
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            speculator="mlp_speculator",
+            speculator_heads=config["n_predict"],
+        ),
     )
 
 

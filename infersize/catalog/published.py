@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from infersize.catalog.records import Record
+from infersize.catalog.records import Check, Fraction, PositiveFloat, Record
 
 
+@dataclass(frozen=True, kw_only=True)
 class PublishedAcceptance(Record):
     """One published acceptance figure for a (target, draft) pair, converted to α."""
 
     target: str
-    target_params_b: float = Field(gt=0)
+    target_params_b: PositiveFloat
     draft: str
-    draft_params_b: float = Field(gt=0)
+    draft_params_b: PositiveFloat
     dataset: str
     temperature: str
     draft_k: str
@@ -22,10 +24,10 @@ class PublishedAcceptance(Record):
     value: str
     method: str = "draft"  # the speculative method (core/methods.py); draft models feed the prior
     # vLLM's per-position acceptance rate, where published
-    per_position: list[float] = Field(default_factory=list)
-    alpha: float = Field(ge=0, le=1)
-    alpha_low: float | None = Field(default=None, ge=0, le=1)
-    alpha_high: float | None = Field(default=None, ge=0, le=1)
+    per_position: list[float] = field(default_factory=list)
+    alpha: Fraction
+    alpha_low: Fraction | None = None
+    alpha_high: Fraction | None = None
     conversion: str  # how the published figure became α
     trust: str
     use_for_fit: bool  # the prior is fitted to these rows
@@ -36,15 +38,16 @@ class PublishedAcceptance(Record):
     notes: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class AcceptancePrior(Record):
     """α for pairs nobody measured: a line in log10(draft / target parameters), clipped."""
 
     formula: str
     intercept: float
     slope: float
-    alpha_min: float = Field(ge=0, le=1)
-    alpha_max: float = Field(ge=0, le=1)
-    rmse: float = Field(ge=0)  # over the fitted published pairs
-    max_abs_error: float = Field(ge=0)
-    pairs_fitted: int = Field(ge=2)
+    alpha_min: Fraction
+    alpha_max: Fraction
+    rmse: Annotated[float, Check(ge=0)]  # over the fitted published pairs
+    max_abs_error: Annotated[float, Check(ge=0)]
+    pairs_fitted: Annotated[int, Check(ge=2)]
     fitted_by: str

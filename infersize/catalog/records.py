@@ -1,4 +1,9 @@
-"""Catalog records: frozen, validated, units in the field names.
+"""Catalog records: frozen dataclasses, units in the field names.
+
+Records are plain dataclasses so that a cached catalog loads without importing Pydantic (a
+third of `spec`'s start-up); the same declarations are validated by Pydantic whenever records
+are read from files (catalog/validation.py): the constraints a field carries are `Check`
+markers in its annotation, rules across fields are each record's `check()`.
 
 `Model` keeps Hugging Face config.json field names so a config maps onto it key for key; the
 optional mixture-of-experts and latent-attention fields are read through the typed views `moe`
@@ -7,33 +12,49 @@ and `mla`, which are None for models without them (the type says what is there, 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 
-class Record(BaseModel):
-    """Catalog records are frozen and reject unknown keys, so a typo fails at load; booleans,
-    NaN and infinities are not numbers; and no text carries control characters (a terminal
-    escape in a model's name would reach the user's terminal when printed)."""
+class Check:
+    """A field's constraint, in Pydantic's words (gt, ge, le, pattern, min_length, alias):
+    applied when records are validated (catalog/validation.py), inert otherwise."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    def __init__(self, **rules: Any) -> None:
+        self.rules = rules
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _printable(cls, value: Any) -> Any:
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(t, str) and _CONTROL.search(t) for t in texts):
-            raise ValueError("contains control characters (terminal escapes are not allowed)")
-        return value
+    def __repr__(self) -> str:
+        return f"Check({', '.join(f'{k}={v!r}' for k, v in self.rules.items())})"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """Catalog records are frozen; read from a file they reject unknown keys, so a typo fails
+    at load; booleans, NaN and infinities are not numbers; and no text carries control
+    characters (a terminal escape in a model's name would reach the user's terminal)."""
+
+    strict: ClassVar[bool] = True  # validation: no str -> int, no int -> bool coercion
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Rules across fields: raise ValueError with the reason."""
+
+    def as_dict(self, exclude_none: bool = False) -> dict[str, Any]:
+        """The fields in declaration order, nested records as dicts (for JSON output)."""
+        if not exclude_none:
+            return asdict(self)
+        return asdict(self, dict_factory=lambda items: {k: v for k, v in items if v is not None})
+
+
+PositiveInt = Annotated[int, Check(gt=0)]
+NonNegativeInt = Annotated[int, Check(ge=0)]
+PositiveFloat = Annotated[float, Check(gt=0)]
+Fraction = Annotated[float, Check(ge=0, le=1)]
+Bits = Annotated[float, Check(gt=0, le=32)]
 # Ids name output partitions (cells/gpu=<id>/) and table rows: no path separators or spaces.
-CatalogId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
+CatalogId = Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,7 @@ class Mla:
 SpeculatorKind = Literal["eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"]
 
 
+@dataclass(frozen=True, kw_only=True)
 class VisionTower(Record):
     """The image encoder a multimodal checkpoint loads beside the decoder (its weights are in
     the model's extra_params). vLLM profiles it on as many largest-size items as fit in
@@ -89,6 +111,7 @@ class VisionTower(Record):
     source: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class Model(Record):
     """Architecture of one model, with Hugging Face config.json field names."""
 
@@ -111,17 +134,17 @@ class Model(Record):
     qk_norm: bool = False  # Qwen3: RMSNorm(head_dim) on q and k in every layer
     norms_per_layer: PositiveInt = 2  # Gemma-2 has 4 (pre/post attention and MLP)
     sliding_window: PositiveInt | None = None
-    sliding_window_layers: int | None = Field(default=None, ge=0)  # None: every layer
+    sliding_window_layers: NonNegativeInt | None = None  # None: every layer
     # Llama-4: these layers attend within chunks of attention_chunk_size tokens; vLLM caches
     # them at full length by default (chunked local attention turns its hybrid allocator off)
     attention_chunk_size: PositiveInt | None = None
-    chunked_attention_layers: int | None = Field(default=None, ge=0)
+    chunked_attention_layers: NonNegativeInt | None = None
     num_experts: PositiveInt | None = None
     num_experts_per_tok: PositiveInt | None = None
     moe_intermediate_size: PositiveInt | None = None  # None: intermediate_size
-    num_shared_experts: int = Field(default=0, ge=0)
+    num_shared_experts: NonNegativeInt = 0
     shared_expert_intermediate_size: PositiveInt | None = None
-    first_k_dense_replace: int = Field(default=0, ge=0)
+    first_k_dense_replace: NonNegativeInt = 0
     moe_layer_step: PositiveInt = 1  # Llama-4 Maverick: every 2nd layer MoE, the others dense
     router_bias: bool = False
     expert_bias: bool = False  # gpt-oss: each expert's gate_up and down projections biased
@@ -132,17 +155,17 @@ class Model(Record):
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
     # Qwen3-Next: Gated DeltaNet (linear attention) layers, named as in its config.json
-    linear_attention_layers: int = Field(default=0, ge=0)
+    linear_attention_layers: NonNegativeInt = 0
     linear_num_key_heads: PositiveInt | None = None
     linear_num_value_heads: PositiveInt | None = None
     linear_key_head_dim: PositiveInt | None = None
     linear_value_head_dim: PositiveInt | None = None
     linear_conv_kernel_dim: PositiveInt | None = None
     attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a gate per channel
-    extra_params: int = Field(default=0, ge=0)  # loaded beside the decoder (Gemma-3 vision tower)
+    extra_params: NonNegativeInt = 0  # loaded beside the decoder (Gemma-3 vision tower)
     # Multi-token-prediction layers the checkpoint ships after the decoder (GLM-4.5's
     # num_nextn_predict_layers): counted in its total, loaded by vLLM only as an MTP draft.
-    mtp_layers: int = Field(default=0, ge=0)
+    mtp_layers: NonNegativeInt = 0
     mtp_embeddings: bool = False  # each MTP layer has its own embedding and output head copies
     vision: VisionTower | None = None  # the full multimodal checkpoint; None: text only
     # Speculator heads (EAGLE, MTP) reuse the target's token embedding and output head in vLLM
@@ -154,7 +177,9 @@ class Model(Record):
     # What kind of speculator this is (None: a model of its own, usable as a draft model);
     # core/heads.py counts each kind's structure
     speculator: SpeculatorKind | None = None
-    speculator_for: list[str] = []  # catalog ids of the targets it was trained on
+    speculator_for: list[str] = field(
+        default_factory=list
+    )  # catalog ids of the targets it was trained on
     draft_vocab_size: PositiveInt | None = None  # EAGLE-3: its own reduced output vocabulary
     speculator_heads: PositiveInt | None = None  # Medusa heads, MLP-speculator stages: most K
     # the checkpoint stores its own copy of the target's embedding and LM head, which vLLM
@@ -165,12 +190,11 @@ class Model(Record):
     published_params: PositiveInt | None = None
     published_active_params: PositiveInt | None = None
     published_params_source: str | None = None
-    sources: list[str] = []
+    sources: list[str] = field(default_factory=list)
     notes: str | None = None
-    aliases: list[str] = []
+    aliases: list[str] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Model:
+    def check(self) -> None:
         if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
@@ -207,7 +231,6 @@ class Model(Record):
             raise ValueError("linear, sliding and chunked layers exceed num_hidden_layers")
         if self.mtp_embeddings and not self.mtp_layers:
             raise ValueError("mtp_embeddings needs mtp_layers")
-        return self
 
     @property
     def is_speculator_head(self) -> bool:
@@ -270,29 +293,30 @@ Architecture = Literal[
 SupportLevel = Literal["native", "weight-only", "unsupported"]
 
 
+@dataclass(frozen=True, kw_only=True)
 class Gpu(Record):
     """One accelerator. memory_bytes is what the CUDA runtime reports, not the marketing figure."""
 
     id: CatalogId
     name: str
-    aliases: list[str] = []
+    aliases: list[str] = field(default_factory=list)
     vendor: Literal["nvidia", "amd", "other"] = "nvidia"
     architecture: Architecture | None = None  # what decides kernel support (support.yaml)
     marketed_memory_gb: float | None = None
     nvidia_smi_total_mib: int | None = None
     memory_bytes: PositiveInt
     memory_source: str
-    bandwidth_gb_per_s: float = Field(gt=0)
-    fp16_tflops: float = Field(gt=0)
-    bf16_tflops: float | None = Field(default=None, gt=0)
-    fp8_tflops: float | None = Field(default=None, gt=0)
-    int8_tops: float | None = Field(default=None, gt=0)
-    fp4_tflops: float | None = Field(default=None, gt=0)
+    bandwidth_gb_per_s: PositiveFloat
+    fp16_tflops: PositiveFloat
+    bf16_tflops: PositiveFloat | None = None
+    fp8_tflops: PositiveFloat | None = None
+    int8_tops: PositiveFloat | None = None
+    fp4_tflops: PositiveFloat | None = None
     interconnect: str | None = None
-    interconnect_gb_per_s: float | None = Field(default=None, gt=0)
-    price_usd_per_hour: float | None = Field(default=None, ge=0)
+    interconnect_gb_per_s: PositiveFloat | None = None
+    price_usd_per_hour: Annotated[float, Check(ge=0)] | None = None
     price_source: str | None = None
-    sources: list[str] = []
+    sources: list[str] = field(default_factory=list)
 
     def peak_flops(self, compute_dtype: ComputeDtype) -> float:
         """Dense tensor-core peak (FLOP/s) for a compute dtype, falling back to fp16 where the
@@ -311,24 +335,26 @@ class Gpu(Record):
         return self.bandwidth_gb_per_s * 1e9
 
 
+@dataclass(frozen=True, kw_only=True)
 class WeightFormat(Record):
     """A weight precision: bits per weight of linear layers (scales included) and the rest."""
 
     id: CatalogId
     name: str
-    linear_bits_per_weight: float = Field(gt=0, le=32)
-    embedding_bits: float = Field(gt=0, le=32)
-    lm_head_bits: float = Field(gt=0, le=32)
-    norm_bits: float = Field(gt=0, le=32)
+    linear_bits_per_weight: Bits
+    embedding_bits: Bits
+    lm_head_bits: Bits
+    norm_bits: Bits
     compute_dtype: ComputeDtype
     exact: bool
-    aliases: list[str] = []
+    aliases: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
 class KvDtype(Record):
     id: CatalogId
-    bytes_per_element: float = Field(gt=0)
-    aliases: list[str] = []
+    bytes_per_element: PositiveFloat
+    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -351,15 +377,16 @@ class ComponentBytes:
         return self.total - self.embedding + (self.embedding if self.lm_head == 0 else 0)
 
 
+@dataclass(frozen=True, kw_only=True)
 class SupportGroup(Record):
     """Architectures on which an engine family runs a precision the same way, and why."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    strict: ClassVar[bool] = False
 
-    level: SupportLevel = Field(alias="class")
-    archs: list[Architecture] = Field(min_length=1)
+    level: Annotated[SupportLevel, Check(alias="class")]
+    archs: Annotated[list[Architecture], Check(min_length=1)]
     reason: str
-    sources: list[str] = []
+    sources: list[str] = field(default_factory=list)
     unconfirmed: bool = False  # read from code or disagreeing docs, not seen working
 
 

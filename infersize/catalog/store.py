@@ -12,8 +12,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import Field
-
 from infersize.catalog.cache import cache_key, load_cached, store_cached
 from infersize.catalog.published import AcceptancePrior, PublishedAcceptance
 from infersize.catalog.records import (
@@ -29,18 +27,6 @@ from infersize.errors import CatalogError, UnknownNameError
 from infersize.files import InputFileError, read_input
 
 R = TypeVar("R", bound=Record)
-
-
-class _CatalogFile(Record):
-    sources: dict[str, str] = Field(default_factory=dict)
-    models: list[dict[str, Any]] = Field(default_factory=list)
-    gpus: list[dict[str, Any]] = Field(default_factory=list)
-    weight_formats: list[dict[str, Any]] = Field(default_factory=list)
-    kv_dtypes: list[dict[str, Any]] = Field(default_factory=list)
-    published_acceptance: list[dict[str, Any]] = Field(default_factory=list)
-    acceptance_prior: dict[str, Any] | None = None
-    support_sources: dict[str, str] = Field(default_factory=dict)
-    support: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -180,12 +166,13 @@ BUILTIN_FILES = ("models.yaml", "gpus.yaml", "precisions.yaml", "acceptance.yaml
 
 
 def _load_file(path: Path, raw: bytes, catalog: Catalog) -> None:
-    from infersize.catalog.yamlfile import parse_yaml, validate  # parsed only on a cache miss
+    from infersize.catalog.validation import CatalogFile  # only on a cache miss
+    from infersize.catalog.yamlfile import parse_yaml, validate
 
     doc = parse_yaml(path, raw)
     if not isinstance(doc.data, dict):
         raise CatalogError(f"{path}: expected a mapping with models/gpus/weight_formats/kv_dtypes")
-    validate(doc, _CatalogFile, doc.data)
+    validate(doc, CatalogFile, doc.data)
     tables: dict[str, Table[Any]] = {
         "models": catalog.models,
         "gpus": catalog.gpus,
@@ -243,4 +230,7 @@ def _read(path: Path) -> bytes:
 
 
 # the modules whose classes a cached catalog holds: an edit to any of them misses the cache
-CODE = tuple(Path(__file__).with_name(name) for name in ("store.py", "records.py", "published.py"))
+CODE = tuple(
+    Path(__file__).with_name(name)
+    for name in ("store.py", "records.py", "published.py", "validation.py")
+)

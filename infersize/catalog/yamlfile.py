@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from infersize.errors import CatalogError, InfersizeError
 from infersize.files import InputFileError, read_input
@@ -148,13 +148,15 @@ def describe_validation_error(
 
 def validate(
     doc: YamlDocument,
-    schema: type[BaseModel],
+    schema: type[Any],
     data: Any,
     loc_prefix: tuple[int | str, ...] = (),
     error: type[InfersizeError] = CatalogError,
 ) -> Any:
     """Validate `data` (part of `doc` at `loc_prefix`) against `schema`, errors with file:line."""
+    from infersize.catalog.validation import validate_record
+
     try:
-        return schema.model_validate(data)
+        return validate_record(schema, data)
     except ValidationError as exc:
         raise error(describe_validation_error(doc, exc, loc_prefix)) from None

@@ -37,7 +37,7 @@ def _model_json(model: Model) -> dict[str, Any]:
     from infersize.core.params import param_counts
 
     counts = param_counts(model)
-    out = model.model_dump(exclude_none=True)
+    out = model.as_dict(exclude_none=True)
     out["params"] = counts.total
     out["checkpoint"] = _checkpoint_kind(model)
     if model.moe is not None:
@@ -105,7 +105,7 @@ def models_show(
 
 
 def _gpu_json(gpu: Gpu) -> dict[str, Any]:
-    out = gpu.model_dump()
+    out = gpu.as_dict()
     out["bandwidth_bytes_per_s"] = gpu.bandwidth_bytes_per_s
     out["memory_gib"] = round(gpu.memory_bytes / 2**30, 2)
     return out
