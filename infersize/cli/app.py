@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
+from infersize.cli import coerce
 from infersize.errors import InfersizeError, ValueRangeError
 
 
@@ -113,6 +114,7 @@ def _display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
 
 
 typer.core.TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
+coerce.install()
 
 
 def _version(value: bool) -> None:
