@@ -5,7 +5,10 @@ still reach Typer (same accepted spellings, same error messages)."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,17 @@ def test_a_value_typer_accepts_but_the_quick_path_declines_still_works():
     four_point_zero = CliRunner().invoke(app, [*args, "--draft-k", "4.0", "--json"])
     assert four.exit_code == four_point_zero.exit_code == 0
     assert four.stdout == four_point_zero.stdout
+
+
+def test_a_typer_without_those_internals_still_parses():
+    """cli/coerce.py uses Typer 0.29's internals; where it cannot load, Typer converts."""
+    code = (
+        "import sys\n"
+        "sys.modules['infersize.cli.coerce'] = None  # its import fails, as on another Typer\n"
+        "from infersize.cli import app\n"
+        "app(['alpha', '--mean-accepted-tokens', '3.28', '--draft-k', '4', '--json'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    alpha = json.loads(done.stdout)["acceptance_rate"]  # E = (1 - α^(K+1)) / (1 - α) = 3.28
+    assert (1 - alpha**5) / (1 - alpha) == pytest.approx(3.28)

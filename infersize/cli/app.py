@@ -13,7 +13,6 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
-from infersize.cli import coerce
 from infersize.errors import InfersizeError, ValueRangeError
 
 
@@ -114,7 +113,12 @@ def _display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
 
 
 typer.core.TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
-coerce.install()
+try:  # cli/coerce.py reaches into Typer's internals (typer 0.29)
+    from infersize.cli import coerce
+
+    coerce.install()
+except (ImportError, AttributeError):  # another Typer converts every value itself, as before
+    pass
 
 
 def _version(value: bool) -> None:
