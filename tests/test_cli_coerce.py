@@ -125,6 +125,17 @@ def test_typer_still_words_the_errors(args, message):
     assert result.stderr.strip() == message
 
 
+def test_a_number_inside_its_range_takes_the_quick_path():
+    """`best --alpha` is ranged [0, 1]: 0.7 converts quickly, 1.5 is Typer's to refuse (above);
+    the bounds themselves are inside, as Typer's ge/le make them."""
+    from infersize.cli.coerce import QuickRuntimeParam
+
+    ranged = QuickRuntimeParam.__new__(QuickRuntimeParam)
+    object.__setattr__(ranged, "parameter_info", OptionInfo(min=0, max=1))
+    assert ranged._in_range(0.7) and ranged._in_range(0.0) and ranged._in_range(1.0)
+    assert not ranged._in_range(1.5) and not ranged._in_range([0.5, -0.1])
+
+
 def test_a_value_typer_accepts_but_the_quick_path_declines_still_works():
     """`--draft-k 4.0` is an integer to Typer (Pydantic's lax reading): it stays one."""
     args = ["spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100"]

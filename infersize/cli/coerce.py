@@ -3,9 +3,10 @@ converted here, without the Pydantic TypeAdapter Typer builds for every option o
 (importing Pydantic and building 30 adapters was a third of `spec`'s start-up).
 
 Only values whose conversion is unambiguous take this path: a str, an int written as ASCII
-digits, a float written as a plain decimal, a path. Anything else (ranges, choices, a value
-Pydantic might read differently or reject) goes to Typer's own adapter, built then, so every
-error message and every accepted spelling stay Typer's (tests/test_cli_coerce.py holds the
+digits, a float written as a plain decimal, a path, a number inside its option's range.
+Anything else (a number out of range, choices, a value Pydantic might read differently or
+reject) goes to Typer's own adapter, built then, so every error message and every accepted
+spelling stay Typer's (tests/test_cli_coerce.py holds the
 two to the same answers)."""
 
 from __future__ import annotations
@@ -46,16 +47,17 @@ def quick_value(annotation: Any, value: Any) -> Any:
     return _NOT_QUICK
 
 
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
 def _quick_allowed(descriptor: TypeDescriptor) -> bool:
-    """Options with a range, a parser, a file to open or path rules beyond the type: Typer's."""
+    """Options with a parser, a clamped range, a file to open or path rules beyond the type:
+    Typer's."""
     info = descriptor.parameter_info
     plain_path = not (info.exists or info.resolve_path or info.allow_dash or info.path_type)
     return (
-        descriptor.file_annotation is None
-        and info.parser is None
-        and info.min is None
-        and info.max is None
-        and plain_path
+        descriptor.file_annotation is None and info.parser is None and not info.clamp and plain_path
     )
 
 
@@ -68,12 +70,19 @@ class QuickRuntimeParam(RuntimeParam):
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         quick = quick_value(self.annotation, value)
-        if quick is _NOT_QUICK:
+        if quick is _NOT_QUICK or not self._in_range(quick):  # Typer words the error
             typer_param = build_runtime_param(self.descriptor)  # type: ignore[attr-defined]
             return typer_param._coerce_value(value, param=param, ctx=ctx)
         if isinstance(quick, list):
             return [self._path_checked(v, param, ctx) for v in quick]
         return self._path_checked(quick, param, ctx)
+
+    def _in_range(self, value: Any) -> bool:
+        low, high = self.parameter_info.min, self.parameter_info.max
+        numbers = [v for v in (value if isinstance(value, list) else [value]) if _is_number(v)]
+        return not any(
+            (low is not None and v < low) or (high is not None and v > high) for v in numbers
+        )
 
     def _path_checked(self, value: Any, param: Any, ctx: Any) -> Any:
         """A path goes through Typer's checks after the conversion (file_okay, dir_okay, ...)."""
