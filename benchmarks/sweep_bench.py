@@ -2,9 +2,12 @@
 
 For a sweep file (default sweeps/fleet.yaml) and a ~100 M-cell variant of it (12 contexts, 12
 batch sizes, K up to 16), each run end to end as a user runs it (the installed command, a new
-process, tables written), REPEAT times at --jobs 1 and at --jobs 2: the median wall time and the
+process, tables written), REPEAT rounds of one run at --jobs 1 and one at --jobs 2 (in
+alternating order, so the machine's load falls on both alike): the median wall time and the
 peak resident memory of the whole process tree (the CLI and its workers, sampled from /proc
-every 20 ms). Then the floor of the same sweep, each part timed here as a median:
+every 20 ms), with the scoring seconds the manifests record; the same sweep once more through
+Dask (a LocalCluster of 2) when Dask is installed. Then the floor of the same sweep, each part
+timed here as a median:
   import   a Python process importing what a run needs (numpy, polars, pyarrow, infersize)
   numpy    every cell's memory, speedup and best K: the core's evaluate() over all settings at
            once, in this process
@@ -17,6 +20,8 @@ Usage: python benchmarks/sweep_bench.py [SWEEP] [--repeat 3] [--skip-big]
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
 import shutil
 import statistics
@@ -26,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -68,17 +74,36 @@ def timed_process(argv: list[str]) -> tuple[float, int]:
     return wall, peak
 
 
-def sweep_runs(sweep: Path, tmp: Path, jobs: int, repeat: int) -> tuple[float, int, Path]:
+def run_once(sweep: Path, out: Path, jobs: int, *extra: str) -> tuple[float, int, float]:
+    """Wall seconds, peak tree RSS and the scoring seconds the run's manifest records (chunks
+    scored and appended to the tables, without start-up)."""
     exe = shutil.which("infersize") or "infersize"
-    walls, peaks = [], []
+    argv = [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
+            "--max-cells", "2000000000", *extra]  # fmt: skip
+    wall, peak = timed_process(argv)
+    return wall, peak, json.loads((out / "manifest.json").read_text())["seconds"]["scoring"]
+
+
+def paired_runs(sweep: Path, tmp: Path, repeat: int) -> tuple[dict[int, list[Any]], list[float]]:
+    """`repeat` rounds of one --jobs 1 and one --jobs 2 run, in alternating order, so a change
+    in the machine's load falls on both alike; each round's ratio is one sample."""
+    runs: dict[int, list[Any]] = {1: [], 2: []}
+    ratios = []
     for i in range(repeat):
-        out = tmp / f"{sweep.stem}-j{jobs}-{i}"
-        argv = [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
-                "--max-cells", "2000000000"]  # fmt: skip
-        wall, peak = timed_process(argv)
-        walls.append(wall)
-        peaks.append(peak)
-    return statistics.median(walls), max(peaks), out
+        walls = {}
+        for jobs in (1, 2) if i % 2 == 0 else (2, 1):
+            out = tmp / f"{sweep.stem}-j{jobs}-{i}"
+            wall, peak, scoring = run_once(sweep, out, jobs)
+            runs[jobs].append((wall, peak, scoring, out))
+            walls[jobs] = wall
+        ratios.append(walls[1] / walls[2])
+    return runs, ratios
+
+
+def summary(runs: list[Any]) -> tuple[float, int, float, Path]:
+    """Median wall, peak RSS, median scoring seconds and the last output folder."""
+    walls, peaks, scoring, outs = zip(*runs, strict=True)
+    return statistics.median(walls), max(peaks), statistics.median(scoring), outs[-1]
 
 
 def median_of(fn: Callable[[], object], repeat: int) -> float:
@@ -156,12 +181,18 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs, load {load:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        fleet, _ = paired_runs(args.sweep, tmp, args.repeat)
         runs = {}
         for jobs in (1, 2):
-            wall, peak, done = sweep_runs(args.sweep, tmp, jobs, args.repeat)
+            wall, peak, scoring, done = summary(fleet[jobs])
             runs[jobs] = wall
-            print(f"{args.sweep.name} --jobs {jobs}: median {wall:.2f} s, peak tree RSS "
-                  f"{peak / 2**30:.2f} GiB")  # fmt: skip
+            print(f"{args.sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+                  f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+        if importlib.util.find_spec("distributed") is not None:
+            dask = [run_once(args.sweep, tmp / f"dask-{i}", 1, "--backend", "dask")
+                    for i in range(args.repeat)]  # fmt: skip
+            print(f"{args.sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
+                  f"median {statistics.median(d[0] for d in dask):.2f} s")  # fmt: skip
         parts = floor(args.sweep, done, tmp, args.repeat)
         total = sum(parts.values())
         print(
@@ -178,14 +209,15 @@ def main() -> None:
         if args.skip_big:
             return
         big = bigger(args.sweep, tmp)
-        walls = {}
+        runs, ratios = paired_runs(big, tmp, args.repeat)
         for jobs in (1, 2):
-            wall, peak, out = sweep_runs(big, tmp, jobs, args.repeat)
-            walls[jobs] = wall
-            cells = yaml.safe_load((out / "manifest.json").read_text())["cells"]
-            print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s, peak tree RSS "
-                  f"{peak / 2**30:.2f} GiB")  # fmt: skip
-        print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {walls[1] / walls[2]:.2f}x faster")
+            wall, peak, scoring, out = summary(runs[jobs])
+            cells = json.loads((out / "manifest.json").read_text())["cells"]
+            print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+                  f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+        shown = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
+              f"faster (median of {len(ratios)} rounds run back to back: {shown})")  # fmt: skip
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 

@@ -231,7 +231,7 @@ def test_resume_drops_the_half_written_tables_of_a_killed_run(tmp_path, monkeypa
 def test_resume_rescores_a_damaged_part(tmp_path, monkeypatch, clean_runs):
     plan = plan_of(tmp_path)
     out = _resumable(tmp_path, plan, monkeypatch, with_cells=True)
-    parts = sorted(out.glob(".generations/*.partial/parts/frontier/part-*.parquet"))
+    parts = sorted(out.glob(".generations/*.partial/parts/frontier/part-*.arrow"))
     parts[0].write_bytes(parts[0].read_bytes()[:50])  # truncated
     manifest = run_sweep(plan, out, resume=True, with_cells=True)
     assert manifest["chunks_resumed"] == manifest["chunks"] - 1

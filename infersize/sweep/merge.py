@@ -1,4 +1,4 @@
-"""Merging the chunks' Parquet parts into the run's final tables, while the chunks are scored.
+"""Merging the chunks' parts into the run's final tables, while the chunks are scored.
 
 Tables that are plain concatenations of their parts in chunk order (frontier, best_pairs) are
 streamed: as soon as chunks 0..i are all done, their parts are appended to NAME.parquet (one
@@ -18,13 +18,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from infersize.files import temp_beside
+from infersize.sweep.chunks import part_name, read_part
 from infersize.sweep.columns import arrow_schema
 from infersize.sweep.output import Generation
 from infersize.sweep.tables import OUTPUT_TABLES
 
 
 def _part(generation: Generation, table: str, index: int) -> Path:
-    return generation.parts / table / f"part-{index:06d}.parquet"
+    return generation.parts / table / part_name(index)
 
 
 class _StreamedTable:
@@ -106,7 +107,7 @@ class TableMerge:
         self.finished.add(index)
         while self.next_index in self.finished:
             for name, stream in self.streamed.items():
-                stream.append(pq.read_table(_part(self.generation, name, self.next_index)))
+                stream.append(read_part(_part(self.generation, name, self.next_index)))
             self.next_index += 1
 
     def finish(self) -> dict[str, int]:
@@ -148,7 +149,7 @@ def _merge_whole(generation: Generation, name: str, n_chunks: int, formats: list
 
     table = OUTPUT_TABLES[name]
     files = [str(_part(generation, name, i)) for i in range(n_chunks)]
-    frame = pl.scan_parquet(files)
+    frame = pl.scan_ipc(files)
     if table.merge is not None:
         frame = table.merge(frame)
     if "parquet" in formats:  # the data dictionary travels as field metadata
