@@ -69,7 +69,9 @@ def timed_process(argv: list[str]) -> tuple[float, int]:
 
 def run_once(sweep: Path, out: Path, jobs: int, *extra: str) -> tuple[float, int, float]:
     """Wall seconds, peak tree RSS and the scoring seconds the run's manifest records (chunks
-    scored and appended to the tables, without start-up)."""
+    scored and appended to the tables, without start-up). Dirty pages of earlier runs are
+    flushed first, so no run pays for another's writeback."""
+    os.sync()
     exe = shutil.which("infersize") or "infersize"
     argv = [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
             "--max-cells", "2000000000", *extra]  # fmt: skip
@@ -87,6 +89,8 @@ def paired_runs(sweep: Path, tmp: Path, repeat: int) -> tuple[dict[int, list[Any
         for jobs in (1, 2) if i % 2 == 0 else (2, 1):
             out = tmp / f"{sweep.stem}-j{jobs}-{i}"
             wall, peak, scoring = run_once(sweep, out, jobs)
+            if runs[jobs]:  # only the newest folder of each is kept: no writeback piles up
+                shutil.rmtree(runs[jobs][-1][3])
             runs[jobs].append((wall, peak, scoring, out))
             walls[jobs] = wall
         ratios.append(walls[1] / walls[2])
@@ -182,8 +186,10 @@ def main() -> None:
             print(f"{args.sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
                   f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
         if importlib.util.find_spec("distributed") is not None:
-            dask = [run_once(args.sweep, tmp / f"dask-{i}", 1, "--backend", "dask")
-                    for i in range(args.repeat)]  # fmt: skip
+            dask = []
+            for _ in range(args.repeat):
+                dask.append(run_once(args.sweep, tmp / "dask", 1, "--backend", "dask"))
+                shutil.rmtree(tmp / "dask")
             print(f"{args.sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
                   f"median {statistics.median(d[0] for d in dask):.2f} s")  # fmt: skip
         parts = floor(args.sweep, done, tmp, args.repeat)

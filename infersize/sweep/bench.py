@@ -24,7 +24,8 @@ from infersize.core.engines import get_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
-from infersize.sweep.plan import Plan, Scoring, Setting, make_chunks
+from infersize.sweep.plan import Plan, make_chunks
+from infersize.sweep.settings import Scoring, Setting
 
 PAIRS = [("qwen2.5-7b", "qwen2.5-0.5b"), ("qwen2.5-32b", "qwen2.5-1.5b"),
          ("llama-3.1-8b", "llama-3.2-1b"), ("llama-3.1-70b", "llama-3.2-1b")]  # fmt: skip

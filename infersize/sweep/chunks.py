@@ -13,15 +13,18 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from infersize.errors import InfersizeError
 from infersize.files import atomic_write, temp_beside
 from infersize.sweep.output import Generation
-from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask, score
 from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
+
+if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
+    from infersize.sweep.plan import Plan
 
 
 class RunAbandonedError(InfersizeError):

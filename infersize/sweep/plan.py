@@ -35,46 +35,7 @@ from infersize.sweep.pairing import (
     unique,
     where,
 )
-
-
-@dataclass(frozen=True)
-class Setting:
-    gpu: str
-    tp: int
-    target: str
-    target_quant: str
-    kv_dtype: str
-    draft: str
-    draft_quant: str
-    price_usd_per_hour: float | None
-    alphas: tuple[float, ...]  # the pair's α in each acceptance scenario
-    alpha_source: str  # sweep, pair, published or prior (see columns.py)
-    support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)
-    method: str = "draft"  # the speculative method the draft runs (core/methods.py)
-    profile: tuple[float, ...] | None = None  # per-position acceptance replacing the i.i.d. α
-
-
-@dataclass(frozen=True)
-class Chunk:
-    index: int
-    settings: tuple[int, int]  # [start, end) into Plan.settings
-    contexts: tuple[int, int]  # [start, end) into Plan.contexts
-    batches: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """How every cell of a plan is scored (shared by all its chunks)."""
-
-    speedup_model: str = "leviathan"
-    engine: str = "plain"
-    gpu_memory_utilization: float | None = None
-    overhead_gib: float | None = None
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    vllm_sampler: str | None = None
-    memory_headroom: float = 0.0
-    catalog_files: tuple[str, ...] = ()
+from infersize.sweep.settings import Chunk, Scoring, Setting
 
 
 @dataclass(frozen=True)

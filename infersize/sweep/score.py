@@ -18,7 +18,7 @@ from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile
 from infersize.core.speedup import get_speedup_model
 from infersize.service.resolve import resolve_side
-from infersize.sweep.plan import Scoring, Setting
+from infersize.sweep.settings import Scoring, Setting
 
 GRID_NDIM = 4  # (setting, context, batch, α)
 
