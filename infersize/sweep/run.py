@@ -121,11 +121,27 @@ def _execute(
         yield from runner(delayed(run_chunk)(task, where) for task in tasks)
 
 
+def _running_executor() -> Any:
+    """This process's loky executor, if one was started (not a new one, as
+    get_reusable_executor() would make)."""
+    from joblib.externals.loky import reusable_executor
+
+    return getattr(reusable_executor, "_executor", None)
+
+
 def stop_workers() -> None:
     """Kill this process's loky workers now (an interrupted run must not write on)."""
-    from joblib.externals.loky import get_reusable_executor
+    executor = _running_executor()
+    if executor is not None:
+        executor.shutdown(wait=False, kill_workers=True)
 
-    get_reusable_executor().shutdown(wait=False, kill_workers=True)
+
+def release_workers() -> None:
+    """Every chunk is scored: the idle workers exit while the tables are finished, instead of
+    the process waiting for their interpreters to shut down when it exits (0.2 s)."""
+    executor = _running_executor()
+    if executor is not None:
+        executor.shutdown(wait=False)
 
 
 def _now() -> str:
@@ -262,6 +278,8 @@ def _run_locked(
             if on_chunk:
                 on_chunk(finished)
         score_s = time.perf_counter() - score_start
+        if options.backend == "loky":
+            release_workers()
         rows = merge.finish()
     except BaseException:
         merge.abandon()
