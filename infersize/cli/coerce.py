@@ -6,8 +6,7 @@ Only values whose conversion is unambiguous take this path: a str, an int writte
 digits, a float written as a plain decimal, a path, a number inside its option's range.
 Anything else (a number out of range, choices, a value Pydantic might read differently or
 reject) goes to Typer's own adapter, built then, so every error message and every accepted
-spelling stay Typer's (tests/test_cli_coerce.py holds the
-two to the same answers)."""
+spelling stay Typer's (tests/test_cli_coerce.py holds the two to the same answers)."""
 
 from __future__ import annotations
 
@@ -64,6 +63,8 @@ def _quick_allowed(descriptor: TypeDescriptor) -> bool:
 class QuickRuntimeParam(RuntimeParam):
     """Converts plain values itself and builds Typer's adapter only for the rest."""
 
+    descriptor: TypeDescriptor
+
     def __init__(self, descriptor: TypeDescriptor) -> None:
         super().__init__(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation)
         object.__setattr__(self, "descriptor", descriptor)
@@ -71,7 +72,7 @@ class QuickRuntimeParam(RuntimeParam):
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         quick = quick_value(self.annotation, value)
         if quick is _NOT_QUICK or not self._in_range(quick):  # Typer words the error
-            typer_param = build_runtime_param(self.descriptor)  # type: ignore[attr-defined]
+            typer_param = build_runtime_param(self.descriptor)
             return typer_param._coerce_value(value, param=param, ctx=ctx)
         if isinstance(quick, list):
             return [self._path_checked(v, param, ctx) for v in quick]

@@ -69,8 +69,8 @@ def part_name(index: int) -> str:
 
 
 def read_part(path: Path) -> pa.Table:
-    with pa.memory_map(str(path)) as source:
-        return pa.ipc.open_file(source).read_all()
+    """A part, whole (the map stays open as long as the table needs it)."""
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
 def _atomic_table(table: pa.Table, path: Path, where: Where) -> None:
