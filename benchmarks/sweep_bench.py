@@ -6,8 +6,10 @@ process, tables written), REPEAT rounds of one run at --jobs 1 and one at --jobs
 alternating order, so the machine's load falls on both alike): the median wall time and the
 peak resident memory of the whole process tree (the CLI and its workers, sampled from /proc
 every 50 ms), with the scoring seconds the manifests record; the same sweep once more through
-Dask (a LocalCluster of 2) when Dask is installed. Then the floor of the same sweep, each part
-timed here as a median:
+Dask (a LocalCluster of 2) when Dask is installed. For the big variant each round also runs
+two independent --jobs 1 runs at once: what two cores of this machine give at most (they
+share caches, memory bandwidth and, on a VM, the host), the ceiling --jobs 2 is held to.
+Then the floor of the same sweep, each part timed here as a median:
   import   a Python process importing what a run needs (numpy, polars, pyarrow, infersize)
   numpy    every cell's memory, speedup and best K: the core's evaluate() over all settings at
            once, in this process
@@ -79,9 +81,33 @@ def run_once(sweep: Path, out: Path, jobs: int, *extra: str) -> tuple[float, int
     return wall, peak, json.loads((out / "manifest.json").read_text())["seconds"]["scoring"]
 
 
-def paired_runs(sweep: Path, tmp: Path, repeat: int) -> tuple[dict[int, list[Any]], list[float]]:
+def two_at_once(sweep: Path, tmp: Path) -> float:
+    """Wall seconds of two independent --jobs 1 runs started together: all two cores can give
+    (no coordination, nothing shared but the machine), the ceiling for --jobs 2."""
+    os.sync()
+    exe = shutil.which("infersize") or "infersize"
+    outs = [tmp / f"{sweep.stem}-pair-{n}" for n in (0, 1)]
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen([exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", "1",
+                          "-q", "--max-cells", "2000000000"], stdout=subprocess.DEVNULL)
+        for out in outs
+    ]  # fmt: skip
+    if any(proc.wait() != 0 for proc in procs):
+        raise SystemExit(f"two runs of {sweep} at once failed")
+    wall = time.perf_counter() - start
+    for out in outs:
+        shutil.rmtree(out)
+    return wall
+
+
+def paired_runs(
+    sweep: Path, tmp: Path, repeat: int, ceiling: list[float] | None = None
+) -> tuple[dict[int, list[Any]], list[float]]:
     """`repeat` rounds of one --jobs 1 and one --jobs 2 run, in alternating order, so a change
-    in the machine's load falls on both alike; each round's ratio is one sample."""
+    in the machine's load falls on both alike; each round's ratio is one sample. With
+    `ceiling`, each round also times two --jobs 1 runs at once and appends the throughput of
+    two cores over one (2 x the --jobs 1 wall / their wall)."""
     runs: dict[int, list[Any]] = {1: [], 2: []}
     ratios = []
     for i in range(repeat):
@@ -94,6 +120,8 @@ def paired_runs(sweep: Path, tmp: Path, repeat: int) -> tuple[dict[int, list[Any
             runs[jobs].append((wall, peak, scoring, out))
             walls[jobs] = wall
         ratios.append(walls[1] / walls[2])
+        if ceiling is not None:
+            ceiling.append(2 * walls[1] / two_at_once(sweep, tmp))
     return runs, ratios
 
 
@@ -208,7 +236,8 @@ def main() -> None:
         if args.skip_big:
             return
         big = bigger(args.sweep, tmp)
-        runs, ratios = paired_runs(big, tmp, args.repeat)
+        ceiling: list[float] = []
+        runs, ratios = paired_runs(big, tmp, args.repeat, ceiling)
         for jobs in (1, 2):
             wall, peak, scoring, out = summary(runs[jobs])
             cells = json.loads((out / "manifest.json").read_text())["cells"]
@@ -217,6 +246,11 @@ def main() -> None:
         shown = ", ".join(f"{r:.2f}" for r in ratios)
         print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
               f"faster (median of {len(ratios)} rounds run back to back: {shown})")  # fmt: skip
+        shown = ", ".join(f"{r:.2f}" for r in ceiling)
+        print(f"two --jobs 1 runs at once, the most two cores of this machine give: "
+              f"{statistics.median(ceiling):.2f}x the throughput of one (rounds: {shown}); "
+              f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(ceiling):.0%} "
+              "of it")  # fmt: skip
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 

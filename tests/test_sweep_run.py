@@ -391,7 +391,7 @@ def test_sweep_rows_equal_spec_for_the_same_cell(runner, tmp_path):
 
 
 def test_small_grids_run_in_one_process(monkeypatch):
-    from infersize.sweep.run import SMALL_GRID_CELLS, jobs_for
+    from infersize.sweep.workers import SMALL_GRID_CELLS, jobs_for
 
     monkeypatch.delenv("INFERSIZE_MIN_PARALLEL_CELLS", raising=False)
     assert jobs_for(2, SMALL_GRID_CELLS - 1, 10) == 1

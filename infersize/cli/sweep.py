@@ -50,7 +50,7 @@ def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepC
             "--max-cells or max_cells: in the YAML"
         )
     if warm_jobs > 1:
-        from infersize.sweep.run import jobs_for, warm_workers
+        from infersize.sweep.workers import jobs_for, warm_workers
 
         if jobs_for(warm_jobs, upper, warm_jobs) > 1:  # start them while the plan is built
             warm_workers(warm_jobs)

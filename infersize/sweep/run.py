@@ -1,5 +1,5 @@
-"""Running a plan: chunks in parallel through joblib, each written as parts (sweep/chunks.py)
-that are merged into the final tables as they finish (sweep/merge.py), all inside one new
+"""Running a plan: chunks scored by this process and loky workers (sweep/workers.py; joblib's
+Dask backend on a cluster), each written as parts (sweep/chunks.py) that are merged into the final tables as they finish (sweep/merge.py), all inside one new
 generation of the output folder that is published whole (sweep/output.py has the layout and
 the rules).
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,13 @@ from infersize.sweep.output import Generation, OutputError
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
 from infersize.sweep.tables import OUTPUT_TABLES
+from infersize.sweep.workers import (
+    jobs_for,
+    loky_workers,
+    release_workers,
+    share_out,
+    stop_workers,
+)
 
 __all__ = ["ChunkDone", "OutputError", "run_sweep"]
 
@@ -70,78 +77,22 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
     return generation, False
 
 
-SMALL_GRID_CELLS = 2_000_000  # below this, starting workers costs more than they save
-_warming: list[threading.Thread] = []
-
-
-def jobs_for(jobs: int, cells: float, chunks: int) -> int:
-    """Workers worth starting: none for a small grid (INFERSIZE_MIN_PARALLEL_CELLS, default
-    2 M cells, moves the line), never more than its chunks."""
-    smallest = int(os.environ.get("INFERSIZE_MIN_PARALLEL_CELLS", SMALL_GRID_CELLS))
-    return 1 if cells < smallest else max(1, min(jobs, chunks))
-
-
-def _import_in_worker() -> int:
-    import infersize.sweep.chunks  # noqa: F401 - what run_chunk needs, imported ahead
-
-    return os.getpid()
-
-
-def warm_workers(jobs: int) -> None:
-    """Start `jobs` loky workers and their imports in a background thread, so they overlap
-    with planning; the run's own joblib call reuses them (loky's reusable executor)."""
-    from joblib import Parallel, delayed, parallel_config
-
-    def warm() -> None:
-        with parallel_config(backend="loky", n_jobs=jobs, inner_max_num_threads=1):
-            Parallel(n_jobs=jobs)(delayed(_import_in_worker)() for _ in range(jobs))
-
-    thread = threading.Thread(target=warm, name="infersize-warm-workers", daemon=True)
-    thread.start()
-    _warming.append(thread)
-
-
 def _execute(
     tasks: list[ChunkTask], where: Where, jobs: int, backend: str, scheduler: str | None
 ) -> Iterator[ChunkDone]:
-    from joblib import Parallel, delayed, parallel_config
-
-    while _warming:  # workers started ahead are this run's
-        _warming.pop().join()
     if not tasks:
         return
-    if backend == "dask":
-        from infersize.sweep.cluster import dask_backend
+    if backend != "dask":
+        pool = loky_workers(jobs - 1) if jobs > 1 else None
+        yield from share_out(tasks, partial(run_chunk, where=where), pool, jobs - 1)
+        return
+    from joblib import Parallel, delayed
 
-        context = dask_backend(scheduler)
-    else:
-        context = parallel_config(backend="loky", n_jobs=jobs, inner_max_num_threads=1)
-    with context:
-        runner = Parallel(n_jobs=jobs if backend != "dask" else -1, return_as="generator_unordered")
+    from infersize.sweep.cluster import dask_backend
+
+    with dask_backend(scheduler):
+        runner = Parallel(n_jobs=-1, return_as="generator_unordered")
         yield from runner(delayed(run_chunk)(task, where) for task in tasks)
-
-
-def _running_executor() -> Any:
-    """This process's loky executor, if one was started (not a new one, as
-    get_reusable_executor() would make)."""
-    from joblib.externals.loky import reusable_executor
-
-    return getattr(reusable_executor, "_executor", None)
-
-
-def stop_workers() -> None:
-    """Kill this process's loky workers now (an interrupted run must not write on)."""
-    executor = _running_executor()
-    if executor is not None:
-        executor.shutdown(wait=False, kill_workers=True)
-
-
-def release_workers() -> None:
-    """Every chunk is scored: the idle workers exit while the tables are finished, instead of
-    the process waiting for their interpreters to shut down when it exits (0.2 s)."""
-    executor = _running_executor()
-    if executor is not None:
-        executor.shutdown(wait=False)
 
 
 def _now() -> str:

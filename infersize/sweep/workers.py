@@ -1,0 +1,103 @@
+"""Who scores a sweep's chunks: this process and jobs - 1 loky workers (joblib's own process
+pool), sharing them out so no core waits (sweep/run.py feeds the results to the merge).
+
+joblib's Parallel runs every chunk in a worker while its caller waits; here the caller takes
+part. It also merges what the workers finish (sweep/merge.py, in chunk order), so it scores a
+chunk itself only when no finished one is waiting, and always the lowest chunk left: the
+merge is never held up by a chunk nobody has started. --jobs 2 so starts one interpreter,
+not two, and its start-up overlaps with this process's first chunk."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from typing import Any, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+SMALL_GRID_CELLS = 2_000_000  # below this, starting workers costs more than they save
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+)  # fmt: skip
+WORKER_THREAD_LIMITS = dict.fromkeys(THREAD_VARIABLES, "1")  # the processes are the parallelism
+IDLE_WORKER_S = 300
+AHEAD = 4  # items queued per worker: none runs dry while the caller scores or merges
+
+
+def jobs_for(jobs: int, cells: float, chunks: int) -> int:
+    """Processes worth scoring with: one for a small grid (INFERSIZE_MIN_PARALLEL_CELLS,
+    default 2 M cells, moves the line), never more than its chunks."""
+    smallest = int(os.environ.get("INFERSIZE_MIN_PARALLEL_CELLS", SMALL_GRID_CELLS))
+    return 1 if cells < smallest else max(1, min(jobs, chunks))
+
+
+def loky_workers(n: int) -> Any:
+    """n loky workers, reused by later calls in this process (loky's reusable executor)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    return get_reusable_executor(max_workers=n, timeout=IDLE_WORKER_S, env=WORKER_THREAD_LIMITS)
+
+
+def _import_in_worker() -> int:
+    import infersize.sweep.chunks  # noqa: F401 - what run_chunk needs, imported ahead
+
+    return os.getpid()
+
+
+def warm_workers(jobs: int) -> None:
+    """Start the workers of a `jobs`-process run now, so their interpreters start and import
+    while the plan is built (submitting returns at once); the run reuses them."""
+    workers = loky_workers(jobs - 1)
+    for _ in range(jobs - 1):
+        workers.submit(_import_in_worker)
+
+
+def share_out(
+    items: list[Item], work: Callable[[Item], Result], pool: Executor | None, workers: int
+) -> Iterator[Result]:
+    """`work` of every item, each yielded as it finishes, done by the caller and `workers`
+    workers of `pool`. Workers are kept up to AHEAD items ahead each, never more in all than
+    the items left for the caller times the workers, so all end together; between yields the
+    caller does the lowest item left whenever no finished one is waiting."""
+    queue = deque(items)
+    running: set[Future[Result]] = set()
+    while queue or running:
+        while pool is not None and len(running) < min(AHEAD, len(queue) - 1) * workers:
+            item = queue[1]  # the lowest is the caller's
+            del queue[1]
+            running.add(pool.submit(work, item))
+        finished = next((future for future in running if future.done()), None)
+        if finished is not None:
+            running.remove(finished)
+            yield finished.result()
+        elif queue:
+            yield work(queue.popleft())
+        else:
+            wait(running, return_when=FIRST_COMPLETED)
+
+
+def _running_executor() -> Any:
+    """This process's loky executor, if one was started (not a new one, as
+    get_reusable_executor() would make)."""
+    from joblib.externals.loky import reusable_executor
+
+    return getattr(reusable_executor, "_executor", None)
+
+
+def stop_workers() -> None:
+    """Kill this process's loky workers now (an interrupted run must not write on)."""
+    executor = _running_executor()
+    if executor is not None:
+        executor.shutdown(wait=False, kill_workers=True)
+
+
+def release_workers() -> None:
+    """Every chunk is scored: the idle workers exit while the tables are finished, instead of
+    the process waiting for their interpreters to shut down when it exits (0.2 s)."""
+    executor = _running_executor()
+    if executor is not None:
+        executor.shutdown(wait=False)

@@ -1,0 +1,107 @@
+"""sweep/workers.py shares chunks out between the calling process and its workers: every item
+done once, the caller taking part (lowest item first), no worker given more than AHEAD ahead,
+errors from either side reaching the caller. A thread pool stands in for loky here; the real
+loky workers run in test_sweep_run.py (byte-identical tables at --jobs 1 and 2)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infersize.sweep.workers import AHEAD, share_out
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A thread pool that records how many items it holds (submitted, not finished)."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers)
+        self.held, self.most_held = 0, 0
+        self.lock = threading.Lock()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self.lock:
+            self.held += 1
+            self.most_held = max(self.most_held, self.held)
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda _: self._release())
+        return future
+
+    def _release(self) -> None:
+        with self.lock:
+            self.held -= 1
+
+
+def who_did(items: list[int], pool: Executor | None, workers: int, pause_s: float = 0.0):
+    """Run share_out over `items`; returns {item: thread ident} in the order yielded."""
+
+    def work(item: int) -> tuple[int, int]:
+        time.sleep(pause_s)
+        return item, threading.get_ident()
+
+    return dict(share_out(items, work, pool, workers))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_items=st.integers(0, 30), workers=st.integers(0, 3))
+def test_every_item_is_done_exactly_once(n_items, workers):
+    pool = ThreadPoolExecutor(max_workers=workers) if workers else None
+    try:
+        done = list(share_out(list(range(n_items)), lambda i: i * 10, pool, workers))
+    finally:
+        if pool:
+            pool.shutdown()
+    assert Counter(done) == Counter(i * 10 for i in range(n_items))
+
+
+def test_without_workers_the_caller_does_all_in_order():
+    done = who_did(list(range(12)), None, 0)
+    assert list(done) == list(range(12))
+    assert set(done.values()) == {threading.get_ident()}
+
+
+def test_the_caller_takes_part_starting_with_the_lowest_item():
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        done = who_did(list(range(24)), pool, 1, pause_s=0.005)
+    me = threading.get_ident()
+    assert done[0] == me  # the merge waits on nobody for the first chunk
+    mine = [item for item, ident in done.items() if ident == me]
+    assert 2 <= len(mine) <= 22  # both sides did a share
+    assert sorted(done) == list(range(24))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_no_worker_is_given_more_than_ahead(workers):
+    pool = CountingPool(workers)
+    with pool:
+        who_did(list(range(60)), pool, workers, pause_s=0.002)
+    assert 1 <= pool.most_held <= AHEAD * workers
+
+
+def test_few_items_left_stay_with_the_caller():
+    """With three items, one worker is given at most two of them (so both end together):
+    never all, and the caller always does the first."""
+    pool = CountingPool(1)
+    with pool:
+        done = who_did([0, 1, 2], pool, 1, pause_s=0.01)
+    assert done[0] == threading.get_ident()
+    assert pool.most_held <= 2
+
+
+@pytest.mark.parametrize("failing", [0, 5])
+def test_an_error_in_the_caller_or_a_worker_reaches_the_caller(failing):
+    def work(item: int) -> int:
+        time.sleep(0.002)
+        if item == failing:
+            raise ValueError(f"item {item} failed")
+        return item
+
+    with ThreadPoolExecutor(max_workers=1) as pool, pytest.raises(ValueError, match="failed"):
+        list(share_out(list(range(10)), work, pool, 1))
