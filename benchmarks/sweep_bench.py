@@ -16,7 +16,7 @@ Then the floor of the same sweep, each part timed here as a median:
   write    polars writing the run's final tables (Parquet and CSV) from memory
 and `infersize report` on the finished run. Prints one line per figure; README figures quote it.
 
-Usage: python benchmarks/sweep_bench.py [SWEEP] [--repeat 3] [--skip-big]
+Usage: python benchmarks/sweep_bench.py [SWEEP] [--repeat 3] [--skip-big | --only-big]
 """
 
 from __future__ import annotations
@@ -196,61 +196,73 @@ def bigger(sweep: Path, tmp: Path) -> Path:
     return path
 
 
+def fleet_figures(sweep: Path, tmp: Path, repeat: int) -> None:
+    """The sweep at --jobs 1 and 2, through Dask, its floor and `infersize report` on it."""
+    fleet, _ = paired_runs(sweep, tmp, repeat)
+    runs = {}
+    for jobs in (1, 2):
+        wall, peak, scoring, done = summary(fleet[jobs])
+        runs[jobs] = wall
+        print(f"{sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+              f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+    if importlib.util.find_spec("distributed") is not None:
+        dask = []
+        for _ in range(repeat):
+            dask.append(run_once(sweep, tmp / "dask", 1, "--backend", "dask"))
+            shutil.rmtree(tmp / "dask")
+        print(f"{sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
+              f"median {statistics.median(d[0] for d in dask):.2f} s")  # fmt: skip
+    parts = floor(sweep, done, tmp, repeat)
+    total = sum(parts.values())
+    print(
+        "floor: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items())
+        + f" = {total:.2f} s; the sweep is {min(runs.values()) / total:.2f}x its floor"
+    )
+    report = median_of(
+        lambda: subprocess.run(["infersize", "report", str(done), "--out",
+                                str(tmp / "r.html")], check=True, stdout=subprocess.DEVNULL),
+        repeat,
+    )  # fmt: skip
+    print(f"infersize report on it: median {report:.2f} s")
+
+
+def big_figures(sweep: Path, tmp: Path, repeat: int) -> None:
+    """The ~100 M-cell variant at --jobs 1 and 2, each round with two --jobs 1 runs at once."""
+    big = bigger(sweep, tmp)
+    ceiling: list[float] = []
+    runs, ratios = paired_runs(big, tmp, repeat, ceiling)
+    for jobs in (1, 2):
+        wall, peak, scoring, out = summary(runs[jobs])
+        cells = json.loads((out / "manifest.json").read_text())["cells"]
+        walls = ", ".join(f"{run[0]:.2f}" for run in runs[jobs])
+        print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+              f"{scoring:.2f} s; rounds {walls}), "
+              f"peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+    shown = ", ".join(f"{r:.2f}" for r in ratios)
+    print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
+          f"faster (median of {len(ratios)} rounds run back to back: {shown})")  # fmt: skip
+    shown = ", ".join(f"{r:.2f}" for r in ceiling)
+    print(f"two --jobs 1 runs at once, the most two cores of this machine give: "
+          f"{statistics.median(ceiling):.2f}x the throughput of one (rounds: {shown}); "
+          f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(ceiling):.0%} "
+          "of it")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sweep", type=Path, nargs="?", default=Path("sweeps/fleet.yaml"))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--skip-big", action="store_true", help="only the sweep's own figures")
+    parser.add_argument("--only-big", action="store_true", help="only the ~100 M-cell figures")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, load {load:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        fleet, _ = paired_runs(args.sweep, tmp, args.repeat)
-        runs = {}
-        for jobs in (1, 2):
-            wall, peak, scoring, done = summary(fleet[jobs])
-            runs[jobs] = wall
-            print(f"{args.sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
-                  f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
-        if importlib.util.find_spec("distributed") is not None:
-            dask = []
-            for _ in range(args.repeat):
-                dask.append(run_once(args.sweep, tmp / "dask", 1, "--backend", "dask"))
-                shutil.rmtree(tmp / "dask")
-            print(f"{args.sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
-                  f"median {statistics.median(d[0] for d in dask):.2f} s")  # fmt: skip
-        parts = floor(args.sweep, done, tmp, args.repeat)
-        total = sum(parts.values())
-        print(
-            "floor: "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items())
-            + f" = {total:.2f} s; the sweep is {min(runs.values()) / total:.2f}x its floor"
-        )
-        report = median_of(
-            lambda: subprocess.run(["infersize", "report", str(done), "--out",
-                                    str(tmp / "r.html")], check=True, stdout=subprocess.DEVNULL),
-            args.repeat,
-        )  # fmt: skip
-        print(f"infersize report on it: median {report:.2f} s")
-        if args.skip_big:
-            return
-        big = bigger(args.sweep, tmp)
-        ceiling: list[float] = []
-        runs, ratios = paired_runs(big, tmp, args.repeat, ceiling)
-        for jobs in (1, 2):
-            wall, peak, scoring, out = summary(runs[jobs])
-            cells = json.loads((out / "manifest.json").read_text())["cells"]
-            print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s (scoring and writing "
-                  f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
-        shown = ", ".join(f"{r:.2f}" for r in ratios)
-        print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
-              f"faster (median of {len(ratios)} rounds run back to back: {shown})")  # fmt: skip
-        shown = ", ".join(f"{r:.2f}" for r in ceiling)
-        print(f"two --jobs 1 runs at once, the most two cores of this machine give: "
-              f"{statistics.median(ceiling):.2f}x the throughput of one (rounds: {shown}); "
-              f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(ceiling):.0%} "
-              "of it")  # fmt: skip
+        if not args.only_big:
+            fleet_figures(args.sweep, Path(tmp_name), args.repeat)
+        if not args.skip_big:
+            big_figures(args.sweep, Path(tmp_name), args.repeat)
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 
