@@ -88,7 +88,12 @@ def run(
         ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Parallel workers (at most this machine's CPUs).")
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Processes scoring chunks: this one and N-1 workers (at most the machine's CPUs).",
+        ),
     ] = 2,
     resume: Annotated[
         bool, typer.Option("--resume", help="Finish an interrupted run in --out.")

@@ -1,7 +1,7 @@
 """Running a plan: chunks scored by this process and loky workers (sweep/workers.py; joblib's
-Dask backend on a cluster), each written as parts (sweep/chunks.py) that are merged into the final tables as they finish (sweep/merge.py), all inside one new
-generation of the output folder that is published whole (sweep/output.py has the layout and
-the rules).
+Dask backend on a cluster), each written as parts (sweep/chunks.py) that are merged into the
+final tables as they finish (sweep/merge.py), all inside one new generation of the output
+folder that is published whole (sweep/output.py has the layout and the rules).
 
 A run's parts live in its own partial folder under a fresh run id, so nothing a killed run's
 workers finish late can reach another run; workers also stop writing once the run's main
