@@ -282,10 +282,13 @@ def test_report_never_writes_through_a_fifo_or_a_device(runner, tmp_path):
     assert fifo.exists() and not fifo.is_file()
 
 
-BIG = (
+BIG = (  # 36 chunks of up to 1,000 cells: workers, and time to kill the run in the middle
     TINY.replace("SPEEDUP", "roofline")
     .replace("context_lengths: [2048, 8192]", "context_lengths: [1024, 2048, 4096, 8192, 16384]")
     .replace("gpus: [l4, h100]", "gpus: [l4, h100, a100-40gb, rtx-4090, l40s, a10g]")
+    .replace("batch_sizes: [1, 8]", "batch_sizes: [1, 2, 4, 8, 16, 32]")
+    .replace("acceptance_rates: [0.6, 0.8]", "acceptance_rates: [0.5, 0.6, 0.7, 0.8]")
+    .replace("stop: 4", "stop: 16")
 )
 
 
@@ -348,3 +351,49 @@ def test_sigterm_kills_the_workers_and_says_how_to_resume(tmp_path):
     assert after == before  # no worker finished a chunk after the run ended
     resumed = cli_process(tmp_path, "sweep", "run", str(big), "--out", str(out), "--resume", "-q")
     assert resumed.wait(timeout=300) == 0
+
+
+def _loky_workers_of(pid: int) -> list[int]:
+    """The loky worker processes among `pid`'s children."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    return [
+        child
+        for child in children
+        if b"popen_loky_posix" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_a_killed_worker_ends_the_run_in_one_line_and_resume_finishes_it(tmp_path):
+    """The kernel's out-of-memory killer takes a worker: exit 2 and one line that says so, the
+    previous tables untouched, and --resume gives the tables of an uninterrupted run."""
+    big = tmp_path / "big.yaml"
+    big.write_text(BIG)
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    run = ["sweep", "run", str(big), "-q", "--jobs", "2"]
+    assert cli_process(tmp_path, *run, "--out", str(clean)).wait(300) == 0
+    proc = cli_process(tmp_path, *run, "--out", str(out))
+    try:
+        _wait_for_chunks(out, proc, 1)
+        workers = _loky_workers_of(proc.pid)
+        assert workers, "the run has no worker to kill"
+        for worker in workers:
+            os.kill(worker, signal.SIGKILL)
+        assert proc.wait(timeout=60) == 2
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    log = (tmp_path / "stderr.log").read_text().splitlines()
+    assert log[-1] == (
+        f"error: {out}: a worker process was killed (SIGKILL(-9)), most often by the kernel's "
+        "out-of-memory killer: try fewer --jobs or a smaller chunk_cells; the tables there are "
+        "the previous run's, untouched, and --resume continues this one"
+    )
+    assert not (out / "frontier.parquet").exists()  # nothing was published
+    assert cli_process(tmp_path, *run, "--out", str(out), "--resume").wait(300) == 0
+    resumed, uninterrupted = published(out), published(clean)
+    rows = [json.loads(d.pop("manifest"))["rows"] for d in (resumed, uninterrupted)]
+    assert rows[0] == rows[1]
+    assert resumed == uninterrupted

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -25,6 +27,7 @@ import pyarrow as pa
 import yaml
 
 from infersize import __version__
+from infersize.errors import InfersizeError
 from infersize.files import atomic_write
 from infersize.sweep import output
 from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
@@ -42,7 +45,7 @@ from infersize.sweep.workers import (
     stop_workers,
 )
 
-__all__ = ["ChunkDone", "OutputError", "run_sweep"]
+__all__ = ["ChunkDone", "OutputError", "WorkerDiedError", "run_sweep"]
 
 
 def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Generation, bool]:
@@ -146,16 +149,35 @@ def run_sweep(
             return _run_locked(plan, out_dir, options, on_chunk)
         except Exception as exc:
             stop_workers()
+            if isinstance(exc, BrokenExecutor):
+                raise WorkerDiedError(f"{out_dir}: {_death(exc)}; {UNTOUCHED}") from None
             if not _is_write_failure(exc):
                 raise
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-            raise OutputError(
-                f"{out_dir}: writing failed ({reason}); the tables there are the previous "
-                "run's, untouched, and --resume continues this one"
-            ) from None
+            raise OutputError(f"{out_dir}: writing failed ({reason}); {UNTOUCHED}") from None
         except BaseException:  # Ctrl-C, SIGTERM: no worker may write on
             stop_workers()
             raise
+
+
+UNTOUCHED = "the tables there are the previous run's, untouched, and --resume continues this one"
+
+
+class WorkerDiedError(InfersizeError):
+    """A worker process ended in the middle of a chunk (killed, or crashed)."""
+
+
+def _death(exc: BrokenExecutor) -> str:
+    """How the worker ended, from loky's message ("The exit codes of the workers are
+    {SIGKILL(-9)}"), and the usual reason for it."""
+    codes = re.search(r"exit codes of the workers are \{([^}]*)\}", str(exc))
+    how = f" ({codes.group(1)})" if codes else ""
+    if "SIGKILL" in how:
+        return (
+            f"a worker process was killed{how}, most often by the kernel's out-of-memory "
+            "killer: try fewer --jobs or a smaller chunk_cells"
+        )
+    return f"a worker process ended in the middle of a chunk{how}"
 
 
 WRITE_FAILURE_WORDS = ("space", "i/o", "io error", "file too large", "denied", "read-only")
