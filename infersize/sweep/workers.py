@@ -4,7 +4,7 @@ pool), sharing them out so no core waits (sweep/run.py feeds the results to the 
 joblib's Parallel runs every chunk in a worker while its caller waits; here the caller takes
 part. It also merges what the workers finish (sweep/merge.py, in chunk order), so it scores a
 chunk itself only when no finished one is waiting, and always the lowest chunk left: the
-merge is never held up by a chunk nobody has started. --jobs 2 so starts one interpreter,
+merge is never held up by a chunk nobody has started. --jobs 2 so starts one worker process,
 not two, and its start-up overlaps with this process's first chunk."""
 
 from __future__ import annotations
