@@ -69,15 +69,19 @@ def timed_process(argv: list[str]) -> tuple[float, int]:
     return wall, peak
 
 
+def sweep_argv(sweep: Path, out: Path, jobs: int, *extra: str) -> list[str]:
+    """The installed command running `sweep` into `out`, quietly, whatever its size."""
+    exe = shutil.which("infersize") or "infersize"
+    return [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
+            "--max-cells", "2000000000", *extra]  # fmt: skip
+
+
 def run_once(sweep: Path, out: Path, jobs: int, *extra: str) -> tuple[float, int, float]:
     """Wall seconds, peak tree RSS and the scoring seconds the run's manifest records (chunks
     scored and appended to the tables, without start-up). Dirty pages of earlier runs are
     flushed first, so no run pays for another's writeback."""
     os.sync()
-    exe = shutil.which("infersize") or "infersize"
-    argv = [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
-            "--max-cells", "2000000000", *extra]  # fmt: skip
-    wall, peak = timed_process(argv)
+    wall, peak = timed_process(sweep_argv(sweep, out, jobs, *extra))
     return wall, peak, json.loads((out / "manifest.json").read_text())["seconds"]["scoring"]
 
 
@@ -85,14 +89,9 @@ def two_at_once(sweep: Path, tmp: Path) -> float:
     """Wall seconds of two independent --jobs 1 runs started together: all two cores can give
     (no coordination, nothing shared but the machine), the ceiling for --jobs 2."""
     os.sync()
-    exe = shutil.which("infersize") or "infersize"
     outs = [tmp / f"{sweep.stem}-pair-{n}" for n in (0, 1)]
     start = time.perf_counter()
-    procs = [
-        subprocess.Popen([exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", "1",
-                          "-q", "--max-cells", "2000000000"], stdout=subprocess.DEVNULL)
-        for out in outs
-    ]  # fmt: skip
+    procs = [subprocess.Popen(sweep_argv(sweep, out, 1), stdout=subprocess.DEVNULL) for out in outs]
     if any(proc.wait() != 0 for proc in procs):
         raise SystemExit(f"two runs of {sweep} at once failed")
     wall = time.perf_counter() - start
