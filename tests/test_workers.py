@@ -105,3 +105,22 @@ def test_an_error_in_the_caller_or_a_worker_reaches_the_caller(failing):
 
     with ThreadPoolExecutor(max_workers=1) as pool, pytest.raises(ValueError, match="failed"):
         list(share_out(list(range(10)), work, pool, 1))
+
+
+def test_a_worker_run_dry_takes_the_last_item_while_the_caller_hands_results_on():
+    """Six items, one worker: it is given items 1-3 (the rest stay with the caller) and
+    finishes them while the consumer (the merge) is slow with item 0; the items left then go
+    to the idle worker, not to the caller after its merges."""
+    me = threading.get_ident()
+
+    def work(item: int) -> tuple[int, int]:
+        time.sleep(0.005)
+        return item, threading.get_ident()
+
+    done = {}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for item, ident in share_out(list(range(6)), work, pool, 1):
+            done[item] = ident
+            time.sleep(0.08)  # the caller merging
+    assert [item for item, ident in done.items() if ident == me] == [0]
+    assert sorted(done) == list(range(6))

@@ -62,7 +62,9 @@ def share_out(
     """`work` of every item, each yielded as it finishes, done by the caller and `workers`
     workers of `pool`. Workers are kept up to AHEAD items ahead each, never more in all than
     the items left for the caller times the workers, so all end together; between yields the
-    caller does the lowest item left whenever no finished one is waiting."""
+    caller does the lowest item left whenever no finished one is waiting. A worker run dry
+    while a finished item waits (near the end) is given the lowest item left at once, so it
+    is not idle while the caller hands results on."""
     queue = deque(items)
     running: set[Future[Result]] = set()
     while queue or running:
@@ -72,12 +74,18 @@ def share_out(
             running.add(pool.submit(work, item))
         finished = next((future for future in running if future.done()), None)
         if finished is not None:
+            if queue and pool is not None and _busy(running) < workers:
+                running.add(pool.submit(work, queue.popleft()))  # an idle worker starts it now
             running.remove(finished)
             yield finished.result()
         elif queue:
             yield work(queue.popleft())
         else:
             wait(running, return_when=FIRST_COMPLETED)
+
+
+def _busy(running: set[Future[Any]]) -> int:
+    return sum(not future.done() for future in running)
 
 
 def _running_executor() -> Any:
