@@ -107,7 +107,7 @@ def test_an_error_in_the_caller_or_a_worker_reaches_the_caller(failing):
         list(share_out(list(range(10)), work, pool, 1))
 
 
-def test_a_worker_run_dry_takes_the_last_item_while_the_caller_hands_results_on():
+def test_a_worker_run_dry_is_given_the_items_left_while_the_caller_hands_results_on():
     """Six items, one worker: it is given items 1-3 (the rest stay with the caller) and
     finishes them while the consumer (the merge) is slow with item 0; the items left then go
     to the idle worker, not to the caller after its merges."""

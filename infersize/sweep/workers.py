@@ -63,8 +63,8 @@ def share_out(
     workers of `pool`. Workers are kept up to AHEAD items ahead each, never more in all than
     the items left for the caller times the workers, so all end together; between yields the
     caller does the lowest item left whenever no finished one is waiting. A worker run dry
-    while a finished item waits (near the end) is given the lowest item left at once, so it
-    is not idle while the caller hands results on."""
+    while a finished item waits (mostly near the end, or when the caller falls behind) is
+    given the lowest item left at once, so it is not idle while the caller hands results on."""
     queue = deque(items)
     running: set[Future[Result]] = set()
     while queue or running:
