@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -21,8 +22,11 @@ SEED_ARGS = [
 ]  # fmt: skip
 
 
-# the parsed-catalog cache of the tests' own (and their subprocesses'), not the user's
-os.environ.setdefault("INFERSIZE_CACHE_DIR", tempfile.mkdtemp(prefix="infersize-test-cache-"))
+# the parsed-catalog cache of the tests' own (and their subprocesses'), not the user's; made
+# for this session and removed when it ends
+if "INFERSIZE_CACHE_DIR" not in os.environ:
+    os.environ["INFERSIZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="infersize-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["INFERSIZE_CACHE_DIR"], ignore_errors=True)
 
 # CI runs the property tests with a fixed seed: a red build is then a real, reproducible failure
 settings.register_profile("ci", derandomize=True, deadline=None)

@@ -5,10 +5,13 @@ loky workers run in test_sweep_run.py (byte-identical tables at --jobs 1 and 2).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,3 +127,21 @@ def test_a_worker_run_dry_is_given_the_items_left_while_the_caller_hands_results
             time.sleep(0.08)  # the caller merging
     assert [item for item, ident in done.items() if ident == me] == [0]
     assert sorted(done) == list(range(6))
+
+
+def test_a_run_without_workers_never_imports_joblib(tmp_path):
+    """--jobs 1 starts no loky executor, so releasing workers at the end must not import
+    joblib to find none (it cost such a run 0.1 s)."""
+    code = (
+        "import sys\nfrom infersize.cli import app\n"
+        "try:\n    app(" + repr(["sweep", "run", "sweeps/quickstart.yaml", "--out",
+                                str(tmp_path / "out"), "--jobs", "1", "-q"]) + ")\n"
+        "except SystemExit as exit:\n    print('EXIT', exit.code, file=sys.stderr)\n"
+        "print('JOBLIB', 'joblib' in sys.modules, file=sys.stderr)"
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+        cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    assert "EXIT 0" in done.stderr and "JOBLIB False" in done.stderr, done.stderr
+    assert (tmp_path / "out" / "frontier.parquet").exists()
