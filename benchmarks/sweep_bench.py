@@ -8,7 +8,8 @@ peak resident memory of the whole process tree (the CLI and its workers, sampled
 every 50 ms), with the scoring seconds the manifests record; the same sweep once more through
 Dask (a LocalCluster of 2) when Dask is installed. For the big variant each round also runs
 two independent --jobs 1 runs at once: what two cores of this machine give at most (they
-share caches, memory bandwidth and, on a VM, the host), the ceiling --jobs 2 is held to.
+share memory bandwidth, the page cache and, on a VM, the host; benchmarks/two_cores.py shows
+which work slows), the ceiling --jobs 2 is held to.
 Medians are the figures; the fastest round of each kind is printed too, as the least
 disturbed by the machine's other load (a shared VM's disk stalls a run for seconds at times).
 Then the floor of the same sweep, each part timed here as a median:

@@ -7,9 +7,10 @@ sweeps/fleet.yaml that sweep_bench.py builds, chunks 10-17: 2 M cells each).
   merge    appending those parts to frontier and best_pairs (Parquet and CSV): the main
            process's job (polars formats the CSV on its thread pool)
 
-Each phase runs once to warm up, then ROUNDS times; the figure is the median over rounds of the
-seconds for the 8 chunks, alone and (the slower of) the pair. A phase that two cores slow down
-shares something (a cache, memory bandwidth, or an idle core it otherwise uses).
+Each phase runs once to warm up, then ROUNDS times; the figures are medians over rounds of the
+wall seconds for the 8 chunks, alone and (the slower of) the pair, and of the cores the phase
+keeps busy alone (CPU seconds of all its threads over wall seconds). A phase that two cores
+slow down shares something (a cache, memory bandwidth, or an idle core it otherwise uses).
 
 Usage: python benchmarks/two_cores.py [ROUNDS]   (default 3)
 """
@@ -28,18 +29,20 @@ PHASES = ("score", "chunk", "merge")
 CHUNKS = slice(10, 18)
 
 
-def phase_seconds(phase: str, big: Path, scratch: Path) -> float:
-    """Seconds for `phase` over the chunks, after one warm-up pass (in this process)."""
+def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (all this process's threads) for `phase` over the chunks, after one
+    warm-up pass."""
     import pyarrow as pa
 
-    from infersize.cli.sweep import _plan
     from infersize.sweep.chunks import Where, chunk_tasks, part_name, read_part, run_chunk
-    from infersize.sweep.merge import _StreamedTable
+    from infersize.sweep.config import load_sweep
+    from infersize.sweep.merge import _StreamedTable  # what the merge appends each part with
+    from infersize.sweep.plan import build_plan
     from infersize.sweep.score import score
     from infersize.sweep.tables import OUTPUT_TABLES
 
     pa.set_cpu_count(1)  # as in a worker
-    _, plan = _plan(big, 2_000_000_000)
+    plan = build_plan(*load_sweep(big))
     tasks = chunk_tasks(plan, 3, False)[CHUNKS]
     for sub in (*OUTPUT_TABLES, "done"):
         (scratch / "parts" / sub).mkdir(parents=True)
@@ -67,13 +70,14 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> float:
     chunk_all()  # the parts merge_all reads
     work = {"score": score_all, "chunk": chunk_all, "merge": merge_all}[phase]
     work()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     work()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def in_processes(phase: str, big: Path, n: int) -> float:
-    """The slowest of `n` processes running `phase` at once (each in its own scratch folder)."""
+def in_processes(phase: str, big: Path, n: int) -> tuple[float, float]:
+    """Wall and CPU seconds of the slowest of `n` processes running `phase` at once (each in
+    its own scratch folder)."""
     with tempfile.TemporaryDirectory() as tmp:
         argv = [sys.executable, __file__, "--phase", phase, str(big)]
         procs = [
@@ -83,12 +87,13 @@ def in_processes(phase: str, big: Path, n: int) -> float:
         outputs = [proc.communicate()[0] for proc in procs]
         if any(proc.returncode != 0 for proc in procs):
             raise SystemExit(f"the {phase} phase failed")
-        return max(float(out) for out in outputs)
+        wall, cpu = max(tuple(float(x) for x in out.split()) for out in outputs)
+        return wall, cpu
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--phase"]:  # one process's part of a measurement
-        print(phase_seconds(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])))
+        print(*phase_seconds(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])))
         return
     sys.path.insert(0, str(Path(__file__).parent))
     from sweep_bench import bigger
@@ -98,13 +103,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         big = bigger(Path("sweeps/fleet.yaml"), Path(tmp))
         for phase in PHASES:
-            alone, pair = [], []
+            alone, pair, cores = [], [], []
             for _ in range(rounds):
-                alone.append(in_processes(phase, big, 1))
-                pair.append(in_processes(phase, big, 2))
+                wall, cpu = in_processes(phase, big, 1)
+                alone.append(wall)
+                cores.append(cpu / wall)
+                pair.append(in_processes(phase, big, 2)[0])
             a, p = statistics.median(alone), statistics.median(pair)
-            print(f"{phase}: alone {a:.2f} s, two at once {p:.2f} s ({p / a - 1:+.0%}; "
-                  f"rounds alone {', '.join(f'{x:.2f}' for x in alone)}, "
+            print(f"{phase}: alone {a:.2f} s on {statistics.median(cores):.2f} cores, two at "
+                  f"once {p:.2f} s ({p / a - 1:+.0%}; rounds alone "
+                  f"{', '.join(f'{x:.2f}' for x in alone)}, "
                   f"two {', '.join(f'{x:.2f}' for x in pair)})")  # fmt: skip
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
