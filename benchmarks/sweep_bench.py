@@ -149,7 +149,7 @@ def floor(sweep: Path, done: Path, tmp: Path, repeat: int) -> dict[str, float]:
 
     from infersize.catalog.store import load_catalog
     from infersize.core.deployment import stack
-    from infersize.core.engines import get_engine
+    from infersize.core.engines import configure_engine
     from infersize.core.evaluate import Workload, evaluate
     from infersize.core.speedup import get_speedup_model
     from infersize.sweep.chunks import chunk_tasks
@@ -161,14 +161,16 @@ def floor(sweep: Path, done: Path, tmp: Path, repeat: int) -> dict[str, float]:
     t_import = median_of(lambda: subprocess.run([sys.executable, "-c", imports], check=True), 3)
     config, doc = load_sweep(sweep)
     plan = build_plan(config, doc)
-    engine = get_engine(plan.scoring.engine)
+    engine = configure_engine(plan.scoring.engine)
     model = get_speedup_model(plan.scoring.speedup_model)
     catalog = load_catalog()
     chunks = []
     for task in chunk_tasks(plan, 3, False):  # the run's own chunks: memory stays bounded
         dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)
         context, batch, alpha = _grid(task)
-        chunks.append((dep, Workload(context, batch, alpha, np.asarray(plan.ks))))
+        chunks.append(
+            (dep, Workload(context=context, batch=batch, alpha=alpha, ks=np.asarray(plan.ks)))
+        )
     t_numpy = median_of(
         lambda: [evaluate(dep, engine, model, work).optimal for dep, work in chunks], repeat
     )

@@ -18,7 +18,7 @@ from infersize.core.arrays import FloatArray, floats
 from infersize.core.speedup import SPEEDUP_MODELS, SpeedupModel, StepTimes, register_speedup_model
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import run_sweep
+from infersize.sweep.run import RunOptions, run_sweep
 from tests.conftest import SEED_ARGS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "infersize"
@@ -51,7 +51,13 @@ def _toy(alpha: FloatArray, k: FloatArray, times: StepTimes) -> FloatArray:
 @pytest.fixture
 def toy_model():
     register_speedup_model(
-        SpeedupModel("toy", "Toy Speedup", "S = 1 + αK/100", _toy, lambda k, t: floats(1 + k))
+        SpeedupModel(
+            name="toy",
+            label="Toy Speedup",
+            summary="S = 1 + αK/100",
+            speedup=_toy,
+            step_cost=lambda k, t: floats(1 + k),
+        )
     )
     yield SPEEDUP_MODELS["toy"]
     del SPEEDUP_MODELS["toy"]
@@ -70,7 +76,7 @@ def test_a_registered_speedup_model_reaches_spec_the_sweep_and_the_tables(
         "acceptance_rates: [0.72]\ndraft_k: [1, 2, 3, 4]\nspeedup_model: toy\n"
     )
     config, doc = load_sweep(sweep)
-    run_sweep(build_plan(config, doc), tmp_path / "out", jobs=1)
+    run_sweep(build_plan(config, doc), tmp_path / "out", RunOptions(jobs=1))
     best = pl.read_parquet(tmp_path / "out" / "best_pairs.parquet")
     assert set(best["speedup_model"]) == {"toy"}
     assert np.allclose(best["speedup"], 1.0 + 0.72 * best["optimal_k"] / 100)
@@ -96,8 +102,8 @@ def test_help_lists_the_registered_speedup_models():
     line is built (a plugin) appears in `spec --help`."""
     code = (
         "from infersize.core.speedup import SpeedupModel, register_speedup_model\n"
-        "register_speedup_model(SpeedupModel('toy', 'Toy Speedup', 'a made-up model for the "
-        "test', lambda a, k, t: 1 + a, lambda k, t: 1 + k))\n"
+        "register_speedup_model(SpeedupModel(name='toy', label='Toy Speedup', summary='a made-up "
+        "model for the test', speedup=lambda a, k, t: 1 + a, step_cost=lambda k, t: 1 + k))\n"
         "from infersize.cli import app\napp(['spec', '--help'])\n"
     )
     done = subprocess.run(

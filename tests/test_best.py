@@ -12,7 +12,7 @@ import pytest
 from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import run_sweep
+from infersize.sweep.run import RunOptions, run_sweep
 
 PAIRS = """\
 name: pairs
@@ -35,7 +35,7 @@ def pairs_run(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("pairs")
     (tmp / "pairs.yaml").write_text(PAIRS)
     config, doc = load_sweep(tmp / "pairs.yaml")
-    run_sweep(build_plan(config, doc), tmp / "out", best_top_n=3)
+    run_sweep(build_plan(config, doc), tmp / "out", RunOptions(best_top_n=3))
     return tmp / "out"
 
 

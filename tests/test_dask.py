@@ -10,7 +10,7 @@ import pytest
 from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import run_sweep
+from infersize.sweep.run import RunOptions, run_sweep
 
 distributed = pytest.importorskip("distributed")
 QUICKSTART = Path(__file__).resolve().parent.parent / "sweeps" / "quickstart.yaml"
@@ -28,7 +28,7 @@ def cluster():
 def test_dask_cluster_gives_the_loky_bytes(cluster, tmp_path, runner):
     config, doc = load_sweep(QUICKSTART)
     plan = build_plan(config, doc)
-    run_sweep(plan, tmp_path / "loky", jobs=2)
+    run_sweep(plan, tmp_path / "loky", RunOptions(jobs=2))
     result = runner.invoke(
         app,
         [

@@ -108,10 +108,16 @@ def test_the_report_figure_fits_its_fixed_margins():
 
     names = [f"a-long-target-name-{i}b" for i in range(15)]
     series = [
-        TargetSeries(n, [1.0 + i, 2.0 + i], [1.2, 1.5 + i / 20], [1.0 + i], [1.2],
-                     (f"draft-{i}b int4 K={i % 7 + 1}", 2.0 + i, 1.5 + i / 20))
+        TargetSeries(
+            name=n,
+            memory_gib=[1.0 + i, 2.0 + i],
+            speedup=[1.2, 1.5 + i / 20],
+            steps_gib=[1.0 + i],
+            steps_speedup=[1.2],
+            best=(f"draft-{i}b int4 K={i % 7 + 1}", 2.0 + i, 1.5 + i / 20),
+        )
         for i, n in enumerate(names)
-    ]  # fmt: skip
+    ]
     fig = frontier_figure(FrontierPlot("h100-sxm", "context 2048, batch 1, α 0.7", series))
     fig.subplots_adjust(**REPORT_MARGINS)
     assert _problems(fig, inside_figure=True) == []

@@ -133,7 +133,9 @@ def test_heads_keep_the_kv_cache_vllm_allocates(head, bytes_per_token):
 
 def _deployment(target, draft):
     engine = get_engine("plain")
-    dep = resolve_deployment(DeploymentRequest(target, "h100", draft=draft), CATALOG, engine)
+    dep = resolve_deployment(
+        DeploymentRequest(target=target, gpu="h100", draft=draft), CATALOG, engine
+    )
     return dep
 
 

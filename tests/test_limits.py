@@ -43,7 +43,11 @@ def spec(runner, target, draft, gpu, quant, engine, context, batch, k=4):
 def fits_everywhere(target, draft, gpu, quant, engine, contexts, batches, k, tp=1):
     try:
         dep = resolve_deployment(
-            DeploymentRequest(target, gpu, quant, draft, "auto", tp=tp), CATALOG, get_engine(engine)
+            DeploymentRequest(
+                target=target, gpu=gpu, target_quant=quant, draft=draft, draft_quant="auto", tp=tp
+            ),
+            CATALOG,
+            get_engine(engine),
         )
     except InfersizeError:  # vLLM V1 splits the draft too: its heads must divide by the TP
         return np.zeros(np.broadcast_shapes(np.shape(contexts), np.shape(batches)), dtype=bool)

@@ -14,7 +14,7 @@ import pytest
 from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import run_sweep
+from infersize.sweep.run import RunOptions, run_sweep
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "sweeps" / "quickstart.yaml"
 
@@ -36,7 +36,7 @@ def check_svg(path: Path) -> None:
 def sweep_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("quickstart")
     config, doc = load_sweep(QUICKSTART)
-    run_sweep(build_plan(config, doc), out, jobs=1)
+    run_sweep(build_plan(config, doc), out, RunOptions(jobs=1))
     return out
 
 

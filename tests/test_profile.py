@@ -89,10 +89,10 @@ PLAIN = get_engine("plain")
 def _evaluation(rates=None, alpha=0.7, batch=1):
     catalog, plain = CATALOG, PLAIN
     dep = resolve_deployment(
-        DeploymentRequest("llama-3.1-8b", "h100", draft="llama-3.2-1b"), catalog, plain
+        DeploymentRequest(target="llama-3.1-8b", gpu="h100", draft="llama-3.2-1b"), catalog, plain
     )
     ks = np.arange(1, 13)
-    work = Workload(2048, batch, alpha, ks, rates=rates)
+    work = Workload(context=2048, batch=batch, alpha=alpha, ks=ks, rates=rates)
     return evaluate(dep.numbers, plain, get_speedup_model("roofline"), work)
 
 

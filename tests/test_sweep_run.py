@@ -19,7 +19,7 @@ from infersize.cli import app
 from infersize.sweep import output
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import run_sweep
+from infersize.sweep.run import RunOptions, run_sweep
 from tests.conftest import cli_process
 
 SMALL = """\
@@ -58,7 +58,7 @@ def small_run(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(request.param)
     plan = plan_for(tmp, SMALL.replace("SPEEDUP", request.param))
     out = tmp / "out"
-    manifest = run_sweep(plan, out, jobs=1, with_cells=True)
+    manifest = run_sweep(plan, out, RunOptions(jobs=1, with_cells=True))
     return plan, out, manifest
 
 
@@ -159,8 +159,8 @@ def test_no_frontier_row_is_dominated(small_run):
 def test_jobs_1_and_2_give_byte_identical_tables(tmp_path, monkeypatch):
     monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")  # two workers even for this grid
     plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
-    run_sweep(plan, tmp_path / "one", jobs=1)
-    run_sweep(plan, tmp_path / "two", jobs=2)
+    run_sweep(plan, tmp_path / "one", RunOptions(jobs=1))
+    run_sweep(plan, tmp_path / "two", RunOptions(jobs=2))
     for name in TABLE_FILES:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
@@ -172,7 +172,7 @@ def test_resume_with_another_config_is_refused(tmp_path):
     other = output.start(out, output.new_run_id())  # an unfinished run of another config
     (other.work / "plan.json").write_text(json.dumps({"run_hash": "something else"}))
     with pytest.raises(Exception, match="another sweep or config; run without --resume"):
-        run_sweep(plan, out, resume=True)
+        run_sweep(plan, out, RunOptions(resume=True))
 
 
 BIG = (
@@ -241,8 +241,8 @@ def test_sigkill_then_resume_gives_the_same_tables(tmp_path, uninterrupted, shar
 
 def test_repeated_runs_give_the_same_bytes_and_manifests_record_the_config(tmp_path):
     plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "linear"))
-    first = run_sweep(plan, tmp_path / "a", jobs=2)
-    second = run_sweep(plan, tmp_path / "b", jobs=2)
+    first = run_sweep(plan, tmp_path / "a", RunOptions(jobs=2))
+    second = run_sweep(plan, tmp_path / "b", RunOptions(jobs=2))
     for name in TABLE_FILES:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert first["config_hash"] == second["config_hash"] == plan.config_hash()

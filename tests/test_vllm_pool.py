@@ -128,10 +128,19 @@ def test_the_profiling_pass_peak_is_the_sampler_or_the_forward_pass(catalog):
     engine = get_engine("vllm-0.15")
     sampler_only = dataclasses.replace(engine, activation_factor=0.0)
     for request, profile, logged_gib, sampler_sets_it in (
-        (DeploymentRequest("qwen3-235b-a22b", "l40s", "fp8", tp=8), Profile(2048, 256), 1.4, True),
-        (DeploymentRequest("llava-v1.6-mistral-7b", "h100", "fp16"), Profile(16384, 1024), 1.97,
-         False),
-    ):  # fmt: skip
+        (
+            DeploymentRequest(target="qwen3-235b-a22b", gpu="l40s", target_quant="fp8", tp=8),
+            Profile(2048, 256),
+            1.4,
+            True,
+        ),
+        (
+            DeploymentRequest(target="llava-v1.6-mistral-7b", gpu="h100", target_quant="fp16"),
+            Profile(16384, 1024),
+            1.97,
+            False,
+        ),
+    ):
         side = _pool_side(resolve_deployment(request, catalog, engine).numbers.target)
         peak = float(activation_peak(side, profile, engine)) / GIB
         sampler = float(activation_peak(side, profile, sampler_only)) / GIB
@@ -143,7 +152,9 @@ def test_draft_runs_at_the_target_tp_under_vllm(catalog):
     """SpeculativeConfig._verify_and_get_draft_tp (vllm/config/speculative.py, 0.33.0): an unset
     draft_tensor_parallel_size takes the target's, so a 1B draft at TP2 holds half its weights on
     each GPU, not all of them on rank 0 as under V0."""
-    req = DeploymentRequest("llama-3.3-70b", "h100", "fp8", draft="llama-3.2-1b", tp=2)
+    req = DeploymentRequest(
+        target="llama-3.3-70b", gpu="h100", target_quant="fp8", draft="llama-3.2-1b", tp=2
+    )
     v1 = resolve_deployment(req, catalog, get_engine("vllm"))
     plain = resolve_deployment(req, catalog, get_engine("plain"))
     assert v1.draft is not None and plain.draft is not None

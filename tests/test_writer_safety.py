@@ -21,7 +21,7 @@ from infersize.cli import app
 from infersize.sweep import output
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
-from infersize.sweep.run import OutputError, run_sweep
+from infersize.sweep.run import OutputError, RunOptions, run_sweep
 from tests.conftest import cli_process
 
 TINY = """\
@@ -67,7 +67,7 @@ def clean_runs(tmp_path_factory):
     runs = {}
     for speedup in ("leviathan", "linear"):
         out = tmp / speedup
-        run_sweep(plan_of(tmp, speedup), out, with_cells=True)
+        run_sweep(plan_of(tmp, speedup), out, RunOptions(with_cells=True))
         runs[speedup] = published(out)
     return runs
 
@@ -106,7 +106,7 @@ def test_a_failure_at_every_write_leaves_one_whole_generation(tmp_path, monkeypa
     n-th file operation, for every n until it succeeds. Each time the folder shows the old run
     whole or the new run whole, never a mix, and holds no temp file; a resume then finishes."""
     base = tmp_path / "base"
-    run_sweep(plan_of(tmp_path, "leviathan"), base, with_cells=True)
+    run_sweep(plan_of(tmp_path, "leviathan"), base, RunOptions(with_cells=True))
     new_plan = plan_of(tmp_path, "linear")
     n = 0
     while True:
@@ -116,7 +116,7 @@ def test_a_failure_at_every_write_leaves_one_whole_generation(tmp_path, monkeypa
         with monkeypatch.context() as patch:
             FailAt(n).install(patch)
             try:
-                run_sweep(new_plan, out, with_cells=True)
+                run_sweep(new_plan, out, RunOptions(with_cells=True))
                 failed = False
             except OutputError as exc:
                 failed = True
@@ -126,7 +126,7 @@ def test_a_failure_at_every_write_leaves_one_whole_generation(tmp_path, monkeypa
         assert published(out) == expected, f"mixed tables after a failure at operation {n}"
         if not failed:
             break
-        run_sweep(new_plan, out, with_cells=True, resume=True)
+        run_sweep(new_plan, out, RunOptions(with_cells=True, resume=True))
         assert published(out) == clean_runs["linear"]
         shutil.rmtree(out)
     assert n > 20  # every chunk's parts, the merges, the manifest and the switch were hit
@@ -138,11 +138,11 @@ def test_a_user_file_in_the_cells_folder_is_never_deleted(tmp_path):
     older layout's folder with a foreign file in cells/ is refused, not adopted."""
     plan = plan_of(tmp_path)
     out = tmp_path / "out"
-    run_sweep(plan, out, with_cells=True)
+    run_sweep(plan, out, RunOptions(with_cells=True))
     notes = out / "cells" / "notes.txt"
     notes.write_text("mine")
     real = notes.resolve()
-    run_sweep(plan, out, with_cells=True)
+    run_sweep(plan, out, RunOptions(with_cells=True))
     assert real.read_text() == "mine"
     assert not (out / "cells" / "notes.txt").exists()  # the new generation's cells/
     legacy = tmp_path / "legacy"
@@ -183,7 +183,7 @@ def _resumable(tmp_path: Path, plan, monkeypatch, **settings) -> Path:
     with monkeypatch.context() as patch:
         patch.setattr(run_module.TableMerge, "finish", disk_full)
         with pytest.raises(OutputError):
-            run_sweep(plan, out, **settings)
+            run_sweep(plan, out, RunOptions(**settings))
     return out
 
 
@@ -197,7 +197,7 @@ def test_resume_refuses_a_run_of_other_outputs(tmp_path, monkeypatch, change):
     plan = plan_of(tmp_path)
     out = _resumable(tmp_path, plan, monkeypatch, best_top_n=3)
     with pytest.raises(OutputError, match="another sweep or config; run without --resume"):
-        run_sweep(plan, out, resume=True, **{"best_top_n": 3, **change})
+        run_sweep(plan, out, RunOptions(resume=True, **{"best_top_n": 3, **change}))
 
 
 def test_resume_refuses_a_changed_overlay_catalog(tmp_path, monkeypatch):
@@ -213,7 +213,7 @@ def test_resume_refuses_a_changed_overlay_catalog(tmp_path, monkeypatch):
 
     load_catalog.cache_clear()
     with pytest.raises(OutputError, match="another sweep or config"):
-        run_sweep(plan, out, resume=True)
+        run_sweep(plan, out, RunOptions(resume=True))
 
 
 def test_resume_drops_the_half_written_tables_of_a_killed_run(tmp_path, monkeypatch, clean_runs):
@@ -223,7 +223,7 @@ def test_resume_drops_the_half_written_tables_of_a_killed_run(tmp_path, monkeypa
     out = _resumable(tmp_path, plan, monkeypatch, with_cells=True)
     (gen,) = out.glob(".generations/*.partial/gen")
     (gen / ".frontier.csv.killed.tmp").write_text("gpu,half a row")
-    run_sweep(plan, out, resume=True, with_cells=True)
+    run_sweep(plan, out, RunOptions(resume=True, with_cells=True))
     assert not temp_files(out)
     assert published(out) == clean_runs["leviathan"]
 
@@ -233,7 +233,7 @@ def test_resume_rescores_a_damaged_part(tmp_path, monkeypatch, clean_runs):
     out = _resumable(tmp_path, plan, monkeypatch, with_cells=True)
     parts = sorted(out.glob(".generations/*.partial/parts/frontier/part-*.arrow"))
     parts[0].write_bytes(parts[0].read_bytes()[:50])  # truncated
-    manifest = run_sweep(plan, out, resume=True, with_cells=True)
+    manifest = run_sweep(plan, out, RunOptions(resume=True, with_cells=True))
     assert manifest["chunks_resumed"] == manifest["chunks"] - 1
     assert published(out) == clean_runs["leviathan"]
 

@@ -147,7 +147,7 @@ def precision_of(config: dict[str, Any]) -> str | None:
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Checkpoint:
     """A model read from real files: its architecture, precision and, when the files say, its
     exact weight bytes and parameter count."""
@@ -205,4 +205,10 @@ def load_folder(folder: Path) -> Checkpoint:
     tensors = [t for f in _safetensors_files(folder) for t in read_safetensors_header(f)]
     weights = weight_bytes_from_tensors(tensors, model.tie_word_embeddings) if tensors else None
     params = sum(t.numel for t in tensors) if tensors else None
-    return Checkpoint(model, precision_of(config), weights, params, "local folder")
+    return Checkpoint(
+        model=model,
+        precision=precision_of(config),
+        weights=weights,
+        params_in_files=params,
+        origin="local folder",
+    )

@@ -98,5 +98,9 @@ def load_gguf(path: Path) -> Checkpoint:
     weights = weight_bytes_from_tensors(tensors, model.tie_word_embeddings)
     params = sum(int(t.n_elements) for t in reader.tensors)
     return Checkpoint(
-        model, precision_of_file_type(kv.get("general.file_type")), weights, params, "GGUF file"
+        model=model,
+        precision=precision_of_file_type(kv.get("general.file_type")),
+        weights=weights,
+        params_in_files=params,
+        origin="GGUF file",
     )

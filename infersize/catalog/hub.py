@@ -99,4 +99,10 @@ def load_hub(name: str) -> Checkpoint:
     tensors = _fetch_headers(repo, revision)
     weights = weight_bytes_from_tensors(tensors, model.tie_word_embeddings) if tensors else None
     params = sum(t.numel for t in tensors) if tensors else None
-    return Checkpoint(model, precision_of(config), weights, params, "Hugging Face Hub")
+    return Checkpoint(
+        model=model,
+        precision=precision_of(config),
+        weights=weights,
+        params_in_files=params,
+        origin="Hugging Face Hub",
+    )

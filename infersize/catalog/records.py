@@ -1,9 +1,8 @@
 """Catalog records: frozen dataclasses, units in the field names.
 
-Records are plain dataclasses so that a cached catalog loads without importing Pydantic (a
-third of `spec`'s start-up); the same declarations are validated by Pydantic whenever records
-are read from files (catalog/validation.py): the constraints a field carries are `Check`
-markers in its annotation, rules across fields are each record's `check()`.
+Records are plain dataclasses, so a cached catalog loads without importing Pydantic; the same
+declarations are validated by Pydantic whenever records are read from files (validation.py): a
+field's constraints are `Check` markers in its annotation, rules across fields `check()`.
 
 `Model` keeps Hugging Face config.json field names so a config maps onto it key for key; the
 optional mixture-of-experts and latent-attention fields are read through the typed views `moe`
@@ -12,7 +11,7 @@ and `mla`, which are None for models without them (the type says what is there, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal
 
 
@@ -57,7 +56,7 @@ Bits = Annotated[float, Check(gt=0, le=32)]
 CatalogId = Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Moe:
     """Mixture-of-experts layers (Mixtral, Qwen-MoE, DeepSeek)."""
 
@@ -72,7 +71,7 @@ class Moe:
     expert_bias: bool  # gpt-oss: biases on every expert's projections
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LinearAttention:
     """Gated DeltaNet layers (Qwen3-Next): no per-token KV cache, a fixed state per sequence."""
 
@@ -84,7 +83,7 @@ class LinearAttention:
     conv_kernel_dim: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mla:
     """Multi-head latent attention (DeepSeek-V2 §2.1): the cache holds one latent per token."""
 
@@ -260,11 +259,12 @@ class Model(Record):
 
     @property
     def linear_attention(self) -> LinearAttention | None:
-        dims = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
-                self.linear_value_head_dim, self.linear_conv_kernel_dim)  # fmt: skip
-        if not self.linear_attention_layers or any(d is None for d in dims):
+        # LinearAttention's fields after `layers` are the model's linear_* fields
+        dims = {f.name: getattr(self, f"linear_{f.name}") for f in fields(LinearAttention)[1:]}
+        layers = self.linear_attention_layers
+        if not layers or None in dims.values():
             return None
-        return LinearAttention(self.linear_attention_layers, *(int(d or 0) for d in dims))
+        return LinearAttention(layers=layers, **{k: int(d or 0) for k, d in dims.items()})
 
     @property
     def mla(self) -> Mla | None:
@@ -276,11 +276,11 @@ class Model(Record):
         ):
             return None
         return Mla(
-            self.q_lora_rank,
-            self.kv_lora_rank,
-            self.qk_nope_head_dim,
-            self.qk_rope_head_dim,
-            self.v_head_dim,
+            q_lora_rank=self.q_lora_rank,
+            kv_lora_rank=self.kv_lora_rank,
+            qk_nope_head_dim=self.qk_nope_head_dim,
+            qk_rope_head_dim=self.qk_rope_head_dim,
+            v_head_dim=self.v_head_dim,
         )
 
 

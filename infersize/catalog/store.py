@@ -101,7 +101,7 @@ NO_WEIGHTS = WeightFormat(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Catalog:
     models: Table[Model]
     gpus: Table[Gpu]
@@ -205,10 +205,10 @@ def load_catalog(overlays: tuple[Path, ...] = ()) -> Catalog:
     base = builtin_config_dir()
     files = tuple(base / name for name in BUILTIN_FILES) + tuple(Path(p) for p in overlays)
     catalog = Catalog(
-        Table("model", Model),
-        Table("gpu", Gpu),
-        Table("precision", WeightFormat),
-        Table("kv dtype", KvDtype),
+        models=Table("model", Model),
+        gpus=Table("gpu", Gpu),
+        weight_formats=Table("precision", WeightFormat),
+        kv_dtypes=Table("kv dtype", KvDtype),
         files=files,
     )
     blobs = [(str(path), _read(path)) for path in files]

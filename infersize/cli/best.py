@@ -73,6 +73,15 @@ def best(
     from infersize.sweep.best import Filters
 
     filters = Filters(
-        gpu, target, tp, target_quant, draft_quant, engine, context, batch, alpha, scenario
+        gpu=gpu,
+        target=target,
+        tp=tp,
+        target_quant=target_quant,
+        draft_quant=draft_quant,
+        engine=engine,
+        context_length=context,
+        batch_size=batch,
+        alpha=alpha,
+        scenario=scenario,
     )
     print_best(console(), output_dir, filters, as_json, top)

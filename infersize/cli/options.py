@@ -3,14 +3,21 @@ Choices that grow (engines, speedup models) list their registry in the help."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
+
+if TYPE_CHECKING:
+    from infersize.service.spec import SpecRequest
+
+R = TypeVar("R")
 
 Target = Annotated[
     str,
@@ -173,3 +180,28 @@ def rates_list(text: str | None) -> tuple[float, ...] | None:
         raise InfersizeError(
             f"--acceptance-rates takes numbers separated by commas (0.73,0.52,0.35), got '{text}'"
         ) from None
+
+
+def record_from_options(record: type[R], options: Mapping[str, Any], **given: Any) -> R:
+    """`record` built from a command's options: each field from the option of its name (option
+    names are the records' field names), `given` replacing or adding values. A field the command
+    has no option for keeps the record's default; tests/test_defaults.py checks which those are."""
+    names = {f.name for f in fields(record)}  # type: ignore[arg-type]
+    values = {name: options[name] for name in names if name in options}
+    return record(**(values | given))
+
+
+def spec_request(options: Mapping[str, Any]) -> SpecRequest:
+    """The SpecRequest of a command that takes `spec`'s options (spec, plot batch, capacity)."""
+    from infersize.core.engines import EngineSettings
+    from infersize.service.resolve import DeploymentRequest
+    from infersize.service.spec import SpecRequest
+
+    deployment = record_from_options(DeploymentRequest, options)
+    return record_from_options(
+        SpecRequest,
+        options,
+        deployment=deployment,
+        engine=record_from_options(EngineSettings, options),
+        acceptance_rates=rates_list(options.get("acceptance_rates")),
+    )

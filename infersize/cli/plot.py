@@ -9,6 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app
+from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def plot_k(
         float, typer.Option("--latency-ratio", help="γ = target step / draft step.")
     ],
     out: opt.FigureOut,
-    max_k: opt.MaxK = 16,
+    max_k: opt.MaxK = DEFAULTS.max_k,
 ) -> None:
     """Speedup vs K for several α at one γ, the optimal K marked."""
     from infersize.service.curves import speedup_vs_k
@@ -50,7 +51,9 @@ def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
     if result.latency_ratio is None:
         raise InfersizeError("--plot draws speedup vs K over γ; n-gram lookup costs no GPU time")
     gamma = result.latency_ratio
-    curves = speedup_vs_k([result.acceptance_rate or 0.0], gamma, max(16, result.draft_k or 1))
+    curves = speedup_vs_k(
+        [result.acceptance_rate or 0.0], gamma, max(DEFAULTS.max_k, result.draft_k or 1)
+    )
     title = (
         f"{result.target.model} + {result.draft.model} on {result.gpu.name}"
         f": speedup vs K at γ = {gamma:.1f}"
@@ -68,31 +71,23 @@ def plot_batch(
     draft: opt.Draft,
     gpu: opt.Gpu,
     out: opt.FigureOut,
-    target_quant: opt.TargetQuant = "auto",
-    draft_quant: opt.DraftQuant = "auto",
-    tp: opt.Tp = 1,
-    kv_dtype: opt.KvDtype = "fp16",
-    context_length: opt.ContextLength = 4096,
+    target_quant: opt.TargetQuant = DEFAULTS.target_quant,
+    draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
+    tp: opt.Tp = DEFAULTS.tp,
+    kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
+    context_length: opt.ContextLength = DEFAULTS.context_length,
     acceptance_rate: opt.AcceptanceRate = None,
-    draft_k: opt.DraftK = 4,
-    engine: opt.Engine = "plain",
+    draft_k: opt.DraftK = DEFAULTS.draft_k,
+    engine: opt.Engine = DEFAULTS.engine,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
     catalog: opt.CatalogFiles = None,
 ) -> None:
     """Roofline speedup vs batch size, with the crossover where speculation stops paying."""
     from infersize.catalog.store import load_catalog
     from infersize.service.curves import speedup_vs_batch
-    from infersize.service.resolve import DeploymentRequest
-    from infersize.service.spec import SpecRequest
     from infersize.show.figures import save, speedup_vs_batch_figure
 
-    deployment = DeploymentRequest(
-        target, gpu, target_quant, draft, draft_quant, kv_dtype, tp,
-        allow_cross_tokenizer=allow_cross_tokenizer,
-    )  # fmt: skip
-    request = SpecRequest(
-        deployment, context_length, acceptance_rate, draft_k, max_k=max(16, draft_k), engine=engine
-    )
+    request = opt.spec_request(locals() | {"max_k": max(DEFAULTS.max_k, draft_k)})
     curve = speedup_vs_batch(request, load_catalog(tuple(catalog or ())))
     dep = curve.deployment
     assert dep.draft is not None

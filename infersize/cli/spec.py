@@ -9,6 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
+from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
 Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^9 bytes).")]
@@ -24,16 +25,16 @@ def spec(
     gpu: opt.Gpu,
     draft: opt.OptionalDraft = None,
     method: opt.Method = None,
-    target_quant: opt.TargetQuant = "auto",
-    draft_quant: opt.DraftQuant = "auto",
-    context_length: opt.ContextLength = 4096,
+    target_quant: opt.TargetQuant = DEFAULTS.target_quant,
+    draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
+    context_length: opt.ContextLength = DEFAULTS.context_length,
     acceptance_rate: opt.AcceptanceRate = None,
     acceptance_rates: opt.AcceptanceRates = None,
-    draft_k: opt.DraftK = 4,
-    batch_size: opt.BatchSize = 1,
-    kv_dtype: opt.KvDtype = "fp16",
-    tp: opt.Tp = 1,
-    engine: opt.Engine = "plain",
+    draft_k: opt.DraftK = DEFAULTS.draft_k,
+    batch_size: opt.BatchSize = DEFAULTS.batch_size,
+    kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
+    tp: opt.Tp = DEFAULTS.tp,
+    engine: opt.Engine = DEFAULTS.engine,
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
     max_num_seqs: opt.MaxNumSeqs = None,
@@ -41,29 +42,21 @@ def spec(
     speedup_model: opt.SpeedupModel = None,
     latency_ratio: opt.LatencyRatio = None,
     overhead_gib: opt.OverheadGib = None,
-    max_k: opt.MaxK = 16,
+    max_k: opt.MaxK = DEFAULTS.max_k,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
-    units: Units = "gib",
+    units: Units = DEFAULTS.units,
     plot: Plot = None,
     catalog: opt.CatalogFiles = None,
     as_json: opt.Json = False,
 ) -> None:
     """Joint GPU memory of target + draft and the speculative-decoding speedup."""
     from infersize.catalog.store import load_catalog
-    from infersize.service.resolve import DeploymentRequest
-    from infersize.service.spec import SpecRequest, run_spec, spec_json
+    from infersize.service.spec import run_spec, spec_json
 
+    options = locals()
     no_draft = _check_flags(units, draft, method, plot)
-    deployment = DeploymentRequest(
-        target, gpu, target_quant, None if no_draft else draft, draft_quant, kv_dtype, tp,
-        price_usd_per_hour, allow_cross_tokenizer, method,
-    )  # fmt: skip
-    request = SpecRequest(
-        deployment, context_length, acceptance_rate, draft_k, batch_size, speedup_model,
-        latency_ratio, max_k, engine, gpu_memory_utilization, overhead_gib,
-        max_num_batched_tokens, max_num_seqs, vllm_sampler, opt.rates_list(acceptance_rates),
-    )  # fmt: skip
+    request = opt.spec_request(options | {"draft": None if no_draft else draft})
     result = run_spec(request, load_catalog(tuple(catalog or ())))
     if plot is not None:
         from infersize.cli.plot import draw_spec_k_curve

@@ -119,13 +119,11 @@ def run(
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
     from infersize.show.terminal import console
-    from infersize.sweep.run import run_sweep
+    from infersize.sweep.run import RunOptions, run_sweep
 
     err = console(stderr=True, quiet=quiet)
     with _progress(err, len(plan.chunks), plan.total_cells) as advance, _interruptible(file, out):
-        manifest = run_sweep(
-            plan,
-            out_dir,
+        options = RunOptions(
             jobs=jobs,
             backend=backend,
             scheduler=scheduler,
@@ -133,9 +131,9 @@ def run(
             with_cells=config.output.cells if cells is None else cells,
             best_top_n=config.output.best_top_n,
             formats=tuple(config.output.formats),
-            on_chunk=advance,
             command_line=shlex.join(["infersize", *sys.argv[1:]]),
         )
+        manifest = run_sweep(plan, out_dir, options, on_chunk=advance)
     if not quiet:
         _summary(err, manifest, out_dir)
     typer.echo(str(out_dir))

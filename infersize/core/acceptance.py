@@ -21,7 +21,7 @@ from infersize.core.arrays import FloatArray, floats
 from infersize.errors import InfersizeError, ValueRangeError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AcceptanceMetrics:
     draft_k: int
     acceptance_rate: float
@@ -64,7 +64,7 @@ def prior_alpha(prior: AcceptancePrior, draft_params: float, target_params: floa
     return min(max(line, prior.alpha_min), prior.alpha_max)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PriorFit:
     intercept: float
     slope: float
@@ -81,9 +81,9 @@ def fit_prior(draft_params: ArrayLike, target_params: ArrayLike, alphas: ArrayLi
     (intercept, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
     residual = y - (intercept + slope * x)
     return PriorFit(
-        float(intercept),
-        float(slope),
-        float(np.sqrt(np.mean(residual**2))),
-        float(np.max(np.abs(residual))),
-        int(y.size),
+        intercept=float(intercept),
+        slope=float(slope),
+        rmse=float(np.sqrt(np.mean(residual**2))),
+        max_abs_error=float(np.max(np.abs(residual))),
+        pairs=int(y.size),
     )

@@ -29,7 +29,7 @@ from infersize.errors import InfersizeError
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SideNumbers:
     """What the memory and speed formulas read of one side (per GPU); scalars or arrays."""
 
@@ -49,7 +49,7 @@ class SideNumbers:
     gpu_time: Num = 1.0  # 0.0: drafting costs no GPU time (n-gram lookup on the CPU)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Side:
     """One model of the deployment at its precision, as held by one GPU."""
 
@@ -97,10 +97,17 @@ def prepare_side(
         max_k=float(model.speculator_heads or math.inf),
         gpu_time=1.0 if on_gpu else 0.0,
     )
-    return Side(model, fmt, counts, weights, numbers, exact is not None)
+    return Side(
+        model=model,
+        fmt=fmt,
+        counts=counts,
+        weights=weights,
+        numbers=numbers,
+        weights_from_files=exact is not None,
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DeploymentNumbers:
     """Everything the evaluation reads of a deployment; each numeric field one value or one per
     stacked deployment."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
 
 MIB = 2**20
@@ -40,7 +41,7 @@ SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Engine:
     """One serving engine's memory rules and latency constants: one registry entry."""
 
@@ -150,35 +151,49 @@ def register_engine(engine: Engine) -> Engine:
 MAX_OVERHEAD_GIB = 1024.0  # more than any one GPU holds
 
 
-def get_engine(
-    name: str,
-    gpu_memory_utilization: float | None = None,
-    overhead_gib: float | None = None,
-    max_num_batched_tokens: int | None = None,
-    max_num_seqs: int | None = None,
-    sampler: str | None = None,
-) -> Engine:
+def get_engine(name: str) -> Engine:
+    """The preset registered under `name`, as registered."""
     engine = ENGINES.get(name.strip().lower())
     if engine is None:
         raise UnknownNameError("engine", name, ENGINES, hint=f"choose {', '.join(ENGINES)}")
-    if gpu_memory_utilization is not None:
-        if not 0.0 < gpu_memory_utilization <= 1.0:
+    return engine
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """An engine preset by name and the user's overrides of its settings (None: the preset's).
+    Field names are the command-line flags' and the sweep keys'."""
+
+    engine: str = DEFAULTS.engine
+    gpu_memory_utilization: float | None = None
+    overhead_gib: float | None = None
+    max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
+    max_num_seqs: int | None = None
+    vllm_sampler: str | None = None
+
+
+def configure_engine(settings: EngineSettings) -> Engine:
+    """The preset with the user's overrides applied, each checked against its range."""
+    engine = get_engine(settings.engine)
+    utilization = settings.gpu_memory_utilization
+    if utilization is not None:
+        if not 0.0 < utilization <= 1.0:
+            raise ValueRangeError("gpu_memory_utilization", f"must be in (0, 1], got {utilization}")
+        engine = replace(engine, gpu_memory_utilization=utilization)
+    overhead = settings.overhead_gib
+    if overhead is not None:
+        if not (math.isfinite(overhead) and 0.0 <= overhead <= MAX_OVERHEAD_GIB):
             raise ValueRangeError(
-                "gpu_memory_utilization", f"must be in (0, 1], got {gpu_memory_utilization}"
+                "overhead_gib", f"must be in [0, {MAX_OVERHEAD_GIB:g}] GiB, got {overhead:g}"
             )
-        engine = replace(engine, gpu_memory_utilization=gpu_memory_utilization)
-    if overhead_gib is not None:
-        if not (math.isfinite(overhead_gib) and 0.0 <= overhead_gib <= MAX_OVERHEAD_GIB):
-            raise ValueRangeError(
-                "overhead_gib", f"must be in [0, {MAX_OVERHEAD_GIB:g}] GiB, got {overhead_gib:g}"
-            )
-        engine = replace(engine, overhead_gib=overhead_gib)
+        engine = replace(engine, overhead_gib=overhead)
     for field, value in (
-        ("max_num_batched_tokens", max_num_batched_tokens),
-        ("max_num_seqs", max_num_seqs),
+        ("max_num_batched_tokens", settings.max_num_batched_tokens),
+        ("max_num_seqs", settings.max_num_seqs),
     ):
         if value is not None and not 1 <= value <= 1 << 24:
             raise ValueRangeError(field, f"must be in 1..{1 << 24}, got {value}")
+    sampler = settings.vllm_sampler
     if sampler is not None and sampler not in SAMPLER_BYTES_PER_LOGIT:
         raise UnknownNameError(
             "vllm_sampler", sampler, SAMPLER_BYTES_PER_LOGIT,
@@ -187,6 +202,6 @@ def get_engine(
     return replace(
         engine,
         sampler=sampler or engine.sampler,
-        max_num_batched_tokens=max_num_batched_tokens or engine.max_num_batched_tokens,
-        max_num_seqs=max_num_seqs or engine.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens or engine.max_num_batched_tokens,
+        max_num_seqs=settings.max_num_seqs or engine.max_num_seqs,
     )

@@ -28,7 +28,7 @@ D = TypeVar("D")
 MAX_K = 256  # far past any useful draft length; bounds every K axis searched
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workload:
     """The settings an evaluation runs over: arrays that broadcast against each other and
     against the stacked deployments; `ks` becomes a new last axis."""
@@ -44,7 +44,7 @@ class Workload:
     headroom: float = 0.0  # share of the device kept free
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Point:
     """The deployment at one K per setting (no K axis): what tables and the panel report."""
 
@@ -59,7 +59,7 @@ class Point:
     usd_per_mtok: FloatArray  # NaN when the price is unknown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Evaluation:
     numbers: DeploymentNumbers
     model: SpeedupModel
@@ -162,4 +162,13 @@ def evaluate(
     masked = np.where(fits_k, np.broadcast_to(speed.speedup, shape), -np.inf)
     best = np.argmax(masked, axis=-1).astype(np.int64)
     fits_any = np.asarray(fits_k.any(axis=-1), dtype=np.bool_)
-    return Evaluation(dep, model, ks, bat, memory, speed, best, fits_any)
+    return Evaluation(
+        numbers=dep,
+        model=model,
+        ks=ks,
+        batch=bat,
+        memory=memory,
+        speed=speed,
+        best_index=best,
+        fits_any=fits_any,
+    )

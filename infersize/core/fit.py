@@ -26,7 +26,7 @@ from infersize.core.vllm_pool import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PoolMemory:
     """vLLM's pool per GPU, what it holds, and the non-KV parts subtracted before it."""
 
@@ -38,7 +38,7 @@ class PoolMemory:
     cuda_graphs: FloatArray  # subtracted before the pool from vLLM 0.20 on; else 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Memory:
     """Bytes per GPU. Arrays broadcast over the inputs of deployment_memory."""
 
@@ -71,7 +71,7 @@ class Memory:
         return mem.verdict(self.share)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Parts:
     """What a memory rule returns: KV and workspace per model, overhead, budget, the pool."""
 
@@ -106,14 +106,28 @@ def _plain(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatA
             draft.vocab_size, draft.activation_bytes_per_token, bat, spec_k, bat
         )
     overhead = mem.overhead_bytes(engine, target.tp)
-    return _Parts(t_kv, floats(t_ws), d_kv, floats(d_ws), overhead, usable, None)
+    return _Parts(
+        target_kv=t_kv,
+        target_workspace=floats(t_ws),
+        draft_kv=d_kv,
+        draft_workspace=floats(d_ws),
+        overhead=overhead,
+        budget=usable,
+        pool=None,
+    )
 
 
 def _pool_side(side: SideNumbers) -> PoolSide:
     return PoolSide(
-        side.activation_bytes_per_token, side.vocab_size, side.cost.layers, side.moe, side.kv,
-        side.hidden_size, side.encoder_bytes_per_item, side.encoder_tokens_per_item,
-    )  # fmt: skip
+        activation_bytes_per_token=side.activation_bytes_per_token,
+        vocab_size=side.vocab_size,
+        layers=side.cost.layers,
+        moe=side.moe,
+        kv=side.kv,
+        hidden_size=side.hidden_size,
+        encoder_bytes_per_item=side.encoder_bytes_per_item,
+        encoder_tokens_per_item=side.encoder_tokens_per_item,
+    )
 
 
 def _all_layers(target: KvLayout, draft: KvLayout | None) -> KvLayout:
@@ -121,11 +135,11 @@ def _all_layers(target: KvLayout, draft: KvLayout | None) -> KvLayout:
     if draft is None:
         return target
     return KvLayout(
-        target.full_bytes_per_token + draft.full_bytes_per_token,
-        target.window_bytes_per_token + draft.window_bytes_per_token,
-        np.maximum(target.window_tokens, draft.window_tokens),
-        target.layer_bytes_per_token,
-        target.state_bytes_per_sequence + draft.state_bytes_per_sequence,
+        full_bytes_per_token=target.full_bytes_per_token + draft.full_bytes_per_token,
+        window_bytes_per_token=target.window_bytes_per_token + draft.window_bytes_per_token,
+        window_tokens=np.maximum(target.window_tokens, draft.window_tokens),
+        layer_bytes_per_token=target.layer_bytes_per_token,
+        state_bytes_per_sequence=target.state_bytes_per_sequence + draft.state_bytes_per_sequence,
     )
 
 
@@ -155,11 +169,24 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     )
     t_share = t_plain / np.maximum(t_plain + d_plain, 1.0)
     memory_pool = PoolMemory(
-        pool, capacity.tokens, capacity.concurrency, peak, non_torch, floats(graphs)
+        kv_pool=pool,
+        kv_pool_tokens=capacity.tokens,
+        max_concurrent_sequences=capacity.concurrency,
+        activation_peak=peak,
+        non_torch=non_torch,
+        cuda_graphs=floats(graphs),
     )
     kv_target, kv_draft = floats(used * t_share), floats(used * (1 - t_share))
     overhead = floats(non_torch + graphs)
-    return _Parts(kv_target, peak, kv_draft, np.zeros_like(used), overhead, budget, memory_pool)
+    return _Parts(
+        target_kv=kv_target,
+        target_workspace=peak,
+        draft_kv=kv_draft,
+        draft_workspace=np.zeros_like(used),
+        overhead=overhead,
+        budget=budget,
+        pool=memory_pool,
+    )
 
 
 def deployment_memory(
@@ -187,6 +214,15 @@ def deployment_memory(
         + p.draft_workspace + p.overhead
     )  # fmt: skip
     return Memory(
-        t_weights, p.target_kv, p.target_workspace, d_weights, p.draft_kv, p.draft_workspace,
-        p.overhead, combined, p.budget, device, p.pool,
-    )  # fmt: skip
+        target_weights=t_weights,
+        target_kv=p.target_kv,
+        target_workspace=p.target_workspace,
+        draft_weights=d_weights,
+        draft_kv=p.draft_kv,
+        draft_workspace=p.draft_workspace,
+        overhead=p.overhead,
+        combined=combined,
+        budget=p.budget,
+        device=device,
+        pool=p.pool,
+    )

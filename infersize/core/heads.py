@@ -75,7 +75,9 @@ def _mlp_speculator(model: Model) -> ParamCounts:
     )
 
 
-NO_PARAMS = ParamCounts(0, 0, 0, 0, 0, 0, 0)
+NO_PARAMS = ParamCounts(
+    embedding=0, lm_head=0, attention=0, mlp=0, mlp_active=0, mlp_routed=0, small=0
+)
 
 
 HEAD_KINDS = ("eagle3", "medusa", "mlp_speculator", "ngram")  # the kinds counted here

@@ -36,7 +36,7 @@ PCIE4_X16_GB_PER_S = 64.0
 WEIGHT_ONLY_COMPUTE_EFFICIENCY = 0.945
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepCost:
     """What one forward pass of one model costs on one GPU (per tensor-parallel rank)."""
 

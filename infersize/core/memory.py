@@ -61,7 +61,7 @@ def split_weights(weights: ComponentBytes, tp: int) -> ComponentBytes:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KvLayout:
     """KV cache bytes per token on one GPU, split by layer kind."""
 
@@ -86,22 +86,42 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
     when there are fewer KV heads than ranks, as in vLLM). Medusa heads, MLP speculators and
     n-gram lookup attend to nothing: no KV cache."""
     if model.speculator in KV_FREE_SPECULATORS:
-        return KvLayout(0.0, 0.0, 0, 0.0)
+        return KvLayout(
+            full_bytes_per_token=0.0,
+            window_bytes_per_token=0.0,
+            window_tokens=0,
+            layer_bytes_per_token=0.0,
+        )
     if (mla := model.mla) is not None:  # DeepSeek-V2 §2.1.2: one latent, not split by TP
         per_layer = (mla.kv_lora_rank + mla.qk_rope_head_dim) * kv.bytes_per_element
-        return KvLayout(per_layer * model.num_hidden_layers, 0.0, 0, per_layer)
+        return KvLayout(
+            full_bytes_per_token=per_layer * model.num_hidden_layers,
+            window_bytes_per_token=0.0,
+            window_tokens=0,
+            layer_bytes_per_token=per_layer,
+        )
     kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
     per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
     attention_layers = model.num_hidden_layers - model.linear_attention_layers
     state = linear_state_bytes(model, tp)
     if model.sliding_window is None:
-        return KvLayout(per_layer * attention_layers, 0.0, 0, per_layer, state)
+        return KvLayout(
+            full_bytes_per_token=per_layer * attention_layers,
+            window_bytes_per_token=0.0,
+            window_tokens=0,
+            layer_bytes_per_token=per_layer,
+            state_bytes_per_sequence=state,
+        )
     window_layers = (
         attention_layers if model.sliding_window_layers is None else model.sliding_window_layers
     )
     full_layers = attention_layers - window_layers
     return KvLayout(
-        per_layer * full_layers, per_layer * window_layers, model.sliding_window, per_layer, state
+        full_bytes_per_token=per_layer * full_layers,
+        window_bytes_per_token=per_layer * window_layers,
+        window_tokens=model.sliding_window,
+        layer_bytes_per_token=per_layer,
+        state_bytes_per_sequence=state,
     )
 
 

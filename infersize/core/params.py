@@ -70,7 +70,7 @@ def _linear_attention(model: Model) -> tuple[int, int]:
     return matrices, small
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _MlpLayers:
     """Per-layer MLP parameters of a model's dense and MoE layers."""
 
@@ -85,7 +85,14 @@ class _MlpLayers:
 def _mlp_layers(model: Model) -> _MlpLayers:
     moe = model.moe
     if moe is None:
-        return _MlpLayers(model.num_hidden_layers, 0, 0, 0, 0, 0)
+        return _MlpLayers(
+            dense_layers=model.num_hidden_layers,
+            moe_layers=0,
+            experts_total=0,
+            experts_active=0,
+            routed=0,
+            small=0,
+        )
     h = model.hidden_size
     expert = 3 * h * moe.expert_intermediate_size  # gate, up, down
     if moe.shared_expert_intermediate_size:  # Qwen-MoE: one shared expert and its gate

@@ -46,7 +46,7 @@ SpeedupFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]
 ExpectedFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]  # (E, K, times) -> S
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SpeedupModel:
     name: str
     label: str  # the panel's speedup line: "Leviathan Speedup"
@@ -113,35 +113,36 @@ def alpha_for_speedup(
 
 register_speedup_model(
     SpeedupModel(
-        "leviathan",
-        "Leviathan Speedup",
-        "Leviathan et al. Theorem 3.8: S = E / (1 + K/γ); verifying K+1 tokens costs one "
+        name="leviathan",
+        label="Leviathan Speedup",
+        summary="Leviathan et al. Theorem 3.8: S = E / (1 + K/γ); verifying K+1 tokens costs one "
         "target step (true at batch 1)",
-        _leviathan,
-        lambda k, t: floats(1.0 + k / t.latency_ratio),
+        speedup=_leviathan,
+        step_cost=lambda k, t: floats(1.0 + k / t.latency_ratio),
         from_expected=_leviathan_e,
     )
 )
 register_speedup_model(
     SpeedupModel(
-        "roofline",
-        "Leviathan Speedup",
-        "S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the roofline "
+        name="roofline",
+        label="Leviathan Speedup",
+        summary="S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the "
+        "roofline "
         "step time, so the speedup falls as the batch grows",
-        _roofline,
-        lambda k, t: floats((k * t.draft + t.verify) / t.target),
+        speedup=_roofline,
+        step_cost=lambda k, t: floats((k * t.draft + t.verify) / t.target),
         qualifier=" (roofline, batch {batch})",
         from_expected=_roofline_e,
     )
 )
 register_speedup_model(
     SpeedupModel(
-        "linear",
-        "Linear Speedup",
-        "S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the original request; "
+        name="linear",
+        label="Linear Speedup",
+        summary="S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the original request; "
         "not Leviathan's theorem, it overstates the speedup",
-        _linear,
-        lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
+        speedup=_linear,
+        step_cost=lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
         note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
         "Leviathan's Theorem 3.8; it overstates the speedup",
         title="LINEAR-FORMULA SPEEDUP",

@@ -53,7 +53,7 @@ def default_profile(engine: Engine, memory_bytes: float, gpu_name: str) -> Profi
     return Profile(engine.max_num_batched_tokens or tokens, engine.max_num_seqs or seqs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PoolSide:
     """What the pool rules read of one model on one GPU."""
 

@@ -15,7 +15,7 @@ from infersize.errors import InfersizeError
 from infersize.service.resolve import Deployment
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PairAcceptance:
     low: float
     expected: float
@@ -44,7 +44,9 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
             f"the mean of {len(rows)} published figure(s) for this pair "
             f"({'; '.join(sources)}); lowest {min(alphas):g}, highest {max(alphas):g}"
         )
-        return PairAcceptance(min(alphas), mean, max(alphas), "published", detail)
+        return PairAcceptance(
+            low=min(alphas), expected=mean, high=max(alphas), source="published", detail=detail
+        )
     if draft.is_speculator_head:
         return _method_acceptance(target, draft, catalog)
     prior = catalog.prior
@@ -57,7 +59,7 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
     )
     low = round(max(expected - prior.rmse, 0.0), 4)
     high = round(min(expected + prior.rmse, 1.0), 4)
-    return PairAcceptance(low, expected, high, "prior", detail)
+    return PairAcceptance(low=low, expected=expected, high=high, source="prior", detail=detail)
 
 
 def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcceptance:
@@ -82,7 +84,9 @@ def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcc
         f"the mean of {len(rows)} published {method} figure(s) for other heads or targets "
         f"(none for {draft.id} on {target.id}); lowest {min(alphas):g}, highest {max(alphas):g}"
     )
-    return PairAcceptance(min(alphas), mean, max(alphas), "method", detail)
+    return PairAcceptance(
+        low=min(alphas), expected=mean, high=max(alphas), source="method", detail=detail
+    )
 
 
 def resolve_alpha(

@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 from infersize.catalog.store import load_catalog
-from infersize.core.engines import Engine, get_engine
+from infersize.core.engines import Engine, EngineSettings, configure_engine, get_engine
 from infersize.core.fit import PoolMemory, deployment_memory
 from infersize.core.latency import step_time_s
 from infersize.core.memory import GIB
@@ -31,13 +31,15 @@ def _optional_int(text: str) -> int | None:
 
 def row_engine(row: Row) -> Engine:
     """The engine preset of a row with the settings its log states."""
-    return get_engine(
-        row["engine"],
-        float(row["gpu_memory_utilization"]) if row.get("gpu_memory_utilization") else None,
+    utilization = row.get("gpu_memory_utilization")
+    settings = EngineSettings(
+        engine=row["engine"],
+        gpu_memory_utilization=float(utilization) if utilization else None,
         max_num_batched_tokens=_optional_int(row.get("max_num_batched_tokens", "")),
         max_num_seqs=_optional_int(row.get("max_num_seqs", "")),
-        sampler=row.get("vllm_sampler") or None,
+        vllm_sampler=row.get("vllm_sampler") or None,
     )
+    return configure_engine(settings)
 
 
 def _pool(row: Row, engine: Engine) -> PoolMemory:

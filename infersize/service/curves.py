@@ -10,6 +10,7 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
+from infersize.core.engines import configure_engine
 from infersize.core.evaluate import MAX_K, Workload, evaluate
 from infersize.core.limits import BATCH_LADDER, crossover_batch
 from infersize.core.speculative import optimal_k_leviathan
@@ -17,7 +18,7 @@ from infersize.core.speedup import StepTimes, get_speedup_model
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import resolve_alpha
 from infersize.service.resolve import Deployment, resolve_deployment
-from infersize.service.spec import SpecRequest, engine_for, validate_request
+from infersize.service.spec import SpecRequest, validate_request
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def speedup_vs_k(alphas: list[float], latency_ratio: float, max_k: int) -> list[
     return curves
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BatchCurve:
     """Roofline speedup of one deployment against batch size at one α and K."""
 
@@ -66,19 +67,19 @@ class BatchCurve:
 
 def speedup_vs_batch(req: SpecRequest, catalog: Catalog) -> BatchCurve:
     validate_request(req)
-    engine = engine_for(req)
+    engine = configure_engine(req.engine)
     dep = resolve_deployment(req.deployment, catalog, engine)
     if dep.draft is None:
         raise ValueRangeError("draft", "is needed for a speedup curve")
     alpha, _ = resolve_alpha(req.acceptance_rate, dep, catalog)
-    work = Workload(req.context_length, BATCH_LADDER, alpha, [req.draft_k])
+    work = Workload(context=req.context_length, batch=BATCH_LADDER, alpha=alpha, ks=[req.draft_k])
     point = evaluate(dep.numbers, engine, get_speedup_model("roofline"), work).at(0)
     cross = float(crossover_batch(dep.numbers, engine, req.context_length, alpha, req.draft_k))
     return BatchCurve(
-        dep,
-        alpha,
-        floats(BATCH_LADDER),
-        point.speed.speedup,
-        point.memory.fits,
-        None if math.isnan(cross) else int(cross),
+        deployment=dep,
+        alpha=alpha,
+        batches=floats(BATCH_LADDER),
+        speedup=point.speed.speedup,
+        fits=point.memory.fits,
+        crossover=None if math.isnan(cross) else int(cross),
     )

@@ -17,7 +17,7 @@ MAX_BATCH = 1 << 20  # far past any engine's max_num_seqs
 TP_SIZES = (1, 2, 4, 8)  # one node; a size must also divide the attention heads
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FitLimits:
     max_fitting_context_length: int | None  # at the batch and K asked; None: not even 1 token
     max_fitting_batch_size: int | None  # at the context and K asked; None: not even 1 sequence
@@ -103,11 +103,13 @@ def fit_limits(req: DeploymentRequest, dep: Deployment, catalog: Catalog, ask: A
     tps = [tp for tp in TP_SIZES if heads % tp == 0]
     min_tp = next((tp for tp in tps if _fits_with(replace(req, tp=tp), catalog, engine, ask)), None)
     limits = FitLimits(
-        max_fitting_context(
+        max_fitting_context_length=max_fitting_context(
             numbers, engine, ask.batch_size, ask.k, dep.target.model.max_position_embeddings
         ),
-        max_fitting_batch(numbers, engine, ask.context_length, ask.k, MAX_BATCH),
-        min_tp,
+        max_fitting_batch_size=max_fitting_batch(
+            numbers, engine, ask.context_length, ask.k, MAX_BATCH
+        ),
+        min_fitting_tp=min_tp,
     )
     if _fits(dep, ask):
         return limits

@@ -18,27 +18,28 @@ from infersize.core.deployment import (
 )
 from infersize.core.engines import Engine
 from infersize.core.methods import Method, get_method, method_of
+from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DeploymentRequest:
     """A deployment by name. The draft runs at the target's tensor parallelism under engines
     that do so (vLLM V1), else unsplit on the first GPU."""
 
     target: str
     gpu: str
-    target_quant: str = "auto"
+    target_quant: str = DEFAULTS.target_quant
     draft: str | None = None  # None: the target alone
-    draft_quant: str = "auto"
-    kv_dtype: str = "fp16"
-    tp: int = 1
+    draft_quant: str = DEFAULTS.draft_quant
+    kv_dtype: str = DEFAULTS.kv_dtype
+    tp: int = DEFAULTS.tp
     price_usd_per_hour: float | None = None
     allow_cross_tokenizer: bool = False
     method: str | None = None  # a speculative method (core/methods.py): picks or checks the draft
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Deployment:
     target: Side
     draft: Side | None
@@ -147,4 +148,12 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
         sides["draft"] = (draft.fmt.id, d_support)
     check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)
     numbers = deployment_numbers(target, draft, gpu, req.price_usd_per_hour, engine)
-    return Deployment(target, draft, gpu, kv_dtype, engine, numbers, combined_support(sides))
+    return Deployment(
+        target=target,
+        draft=draft,
+        gpu=gpu,
+        kv_dtype=kv_dtype,
+        engine=engine,
+        numbers=numbers,
+        support=combined_support(sides),
+    )

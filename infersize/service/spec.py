@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
-from infersize.core.engines import Engine, get_engine
+from infersize.core.engines import EngineSettings, configure_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.methods import method_of
 from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.core.speedup import SpeedupModel, get_speedup_model
+from infersize.defaults import DEFAULTS
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import resolve_alpha
 from infersize.service.fit_limits import Ask, fit_limits
@@ -27,24 +28,19 @@ from infersize.service.spec_notes import spec_notes
 from infersize.service.spec_result import GpuResult, SpecResult, side_result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SpecRequest:
     """Everything `infersize spec` is asked, by name. Field names are the flags' names."""
 
     deployment: DeploymentRequest
-    context_length: int = 4096
+    context_length: int = DEFAULTS.context_length
     acceptance_rate: float | None = None  # None: published for the pair, else the prior
-    draft_k: int = 4
-    batch_size: int = 1
-    speedup_model: str | None = None  # None: roofline, or leviathan when γ is given
+    draft_k: int = DEFAULTS.draft_k
+    batch_size: int = DEFAULTS.batch_size
+    speedup_model: str | None = None  # None: default_speedup_model(latency_ratio)
     latency_ratio: float | None = None
-    max_k: int = 16
-    engine: str = "plain"
-    gpu_memory_utilization: float | None = None
-    overhead_gib: float | None = None
-    max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
-    max_num_seqs: int | None = None
-    vllm_sampler: str | None = None  # None: the engine preset's
+    max_k: int = DEFAULTS.max_k
+    engine: EngineSettings = field(default_factory=EngineSettings)
     acceptance_rates: tuple[float, ...] | None = None  # per position, as vLLM logs them
 
 
@@ -209,26 +205,17 @@ def _check_draft_k(draft_k: int, dep: Deployment) -> None:
         )
 
 
-def engine_for(req: SpecRequest) -> Engine:
-    return get_engine(
-        req.engine,
-        req.gpu_memory_utilization,
-        req.overhead_gib,
-        req.max_num_batched_tokens,
-        req.max_num_seqs,
-        req.vllm_sampler,
-    )
-
-
 def default_speedup_model(latency_ratio: float | None) -> str:
     """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
     prices verification at the batch asked."""
-    return "leviathan" if latency_ratio is not None else "roofline"
+    if latency_ratio is not None:
+        return DEFAULTS.speedup_model_given_latency_ratio
+    return DEFAULTS.speedup_model
 
 
 def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     validate_request(req)
-    engine = engine_for(req)
+    engine = configure_engine(req.engine)
     model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
     dep = resolve_deployment(req.deployment, catalog, engine)
     _check_context(req.context_length, dep)
@@ -240,7 +227,14 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     )
     ks = np.arange(1, req.max_k + 1)
     rates, alpha = _profile(req, model, alpha)
-    work = Workload(req.context_length, req.batch_size, alpha, ks, req.latency_ratio, rates=rates)
+    work = Workload(
+        context=req.context_length,
+        batch=req.batch_size,
+        alpha=alpha,
+        ks=ks,
+        latency_ratio=req.latency_ratio,
+        rates=rates,
+    )
     ev = evaluate(dep.numbers, engine, model, work)
     at_k = ev.at(req.draft_k - 1 if dep.draft else 0)
     memory = _memory_fields(dep, at_k)

@@ -9,7 +9,7 @@ from infersize.core.arrays import FloatArray
 from infersize.core.deployment import Side
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SideResult:
     """One model of the deployment, per GPU, in bytes."""
 

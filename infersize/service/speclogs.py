@@ -30,7 +30,7 @@ _NUM = r"([0-9]+(?:\.[0-9]*)?|nan)"
 _LIST = r"\(?\s*([0-9.]+(?:\s*,\s*[0-9.]+)*)\s*\)?"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Interval:
     """One stretch of counts: a V1 log line, a V0 run, a scrape, a llama.cpp drafter."""
 
@@ -42,7 +42,7 @@ class Interval:
     group: str = ""  # llama.cpp: the drafting implementation
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MeasuredAcceptance:
     source: str
     path: str
@@ -101,7 +101,8 @@ def _v1_interval(body: str) -> Interval | None:
     rates = _V1_RATES.search(body)
     per_pos = _floats(rates.group(1)) if rates else None
     k = len(per_pos) if per_pos else None
-    return Interval(k, float(accepted.group(1)), float(drafted.group(1)), None, per_pos)
+    got, sent = float(accepted.group(1)), float(drafted.group(1))
+    return Interval(k=k, accepted=got, drafted=sent, drafts=None, rates=per_pos)
 
 
 def _v0_runs(rows: list[tuple[int, int, int, int]]) -> list[Interval]:
@@ -113,7 +114,8 @@ def _v0_runs(rows: list[tuple[int, int, int, int]]) -> list[Interval]:
         after = rows[i + 1] if i + 1 < len(rows) else None
         if after is None or after[0] != k or after[2] < draft:
             drafts = draft / k
-            out.append(Interval(k, emitted - drafts, float(draft), drafts, None))
+            got = emitted - drafts
+            out.append(Interval(k=k, accepted=got, drafted=draft, drafts=drafts, rates=None))
     return out
 
 
@@ -201,7 +203,7 @@ def parse_prometheus(text: str, path: str) -> tuple[list[Interval], list[str]]:
         rates = tuple(per_pos[i] / drafts if drafts else 0.0 for i in range(len(per_pos)))
     k = len(rates) if rates else (round(drafted / drafts) if drafts and drafted else None)
     notes = [f"summed over {len(models)} models: their K must agree"] if len(models) > 1 else []
-    return [Interval(k, accepted, drafted, drafts, rates)], notes
+    return [Interval(k=k, accepted=accepted, drafted=drafted, drafts=drafts, rates=rates)], notes
 
 
 # llama-server: the "statistics <impl>:" line is cumulative per drafting implementation;
@@ -229,12 +231,27 @@ def parse_llama_cpp_log(text: str, path: str) -> tuple[list[Interval], list[str]
             impl, drafts, drafted, accepted, _, rates_text = m.groups()
             rates = _floats(rates_text) if rates_text else None
             k = len(rates) if rates else None
-            stats[impl] = Interval(k, float(accepted), float(drafted), float(drafts), rates, impl)
+            stats[impl] = Interval(
+                k=k,
+                accepted=float(accepted),
+                drafted=float(drafted),
+                drafts=float(drafts),
+                rates=rates,
+                group=impl,
+            )
         elif (t := _LC_TASK.search(line)) and t.group(3) and float(t.group(3)) > 1.0:
             accepted, drafted, mean = float(t.group(1)), float(t.group(2)), float(t.group(3))
             rates = _floats(t.group(4)) if t.group(4) else None
             k = len(rates) if rates else None
-            tasks.append(Interval(k, accepted, drafted, accepted / (mean - 1.0), rates))
+            tasks.append(
+                Interval(
+                    k=k,
+                    accepted=accepted,
+                    drafted=drafted,
+                    drafts=accepted / (mean - 1.0),
+                    rates=rates,
+                )
+            )
     if stats:
         return list(stats.values()), ["llama.cpp statistics lines are cumulative: last one used"]
     if tasks:
@@ -271,7 +288,16 @@ def _with_k(intervals: Iterable[Interval], draft_k: int | None, path: str) -> li
         k = i.k if i.k is not None else draft_k
         if k is not None:
             drafts = i.drafts if i.drafts is not None else i.drafted / k
-            out.append(Interval(k, i.accepted, i.drafted, drafts, i.rates, i.group))
+            out.append(
+                Interval(
+                    k=k,
+                    accepted=i.accepted,
+                    drafted=i.drafted,
+                    drafts=drafts,
+                    rates=i.rates,
+                    group=i.group,
+                )
+            )
     if not out:
         raise InfersizeError(
             f"{path}: these lines do not say K (no per-position rates): give --draft-k"
@@ -331,10 +357,19 @@ def measure(source: str, path: Path, draft_k: int | None = None) -> MeasuredAcce
     mean = 1.0 + accepted / drafts
     per_position = _profile(used, drafts, str(path))
     return MeasuredAcceptance(
-        source, str(path), k, len(used), accepted, sum(i.drafted for i in used), drafts,
-        mean, per_position, tuple(float(c) for c in conditional_rates(per_position)),
-        convert(k, "mean_accepted_tokens", min(mean, k + 1.0)), (*notes, *more),
-    )  # fmt: skip
+        source=source,
+        path=str(path),
+        draft_k=k,
+        intervals=len(used),
+        accepted_tokens=accepted,
+        drafted_tokens=sum(i.drafted for i in used),
+        drafts=drafts,
+        mean_acceptance_length=mean,
+        per_position=per_position,
+        conditional=tuple(float(c) for c in conditional_rates(per_position)),
+        metrics=convert(k, "mean_accepted_tokens", min(mean, k + 1.0)),
+        notes=(*notes, *more),
+    )
 
 
 def _count(value: float) -> int | float:

@@ -127,7 +127,7 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     return fig
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TargetSeries:
     name: str
     memory_gib: list[float]
@@ -165,11 +165,14 @@ def frontier_plot(
         steps = rows.filter(rows["on_front"])
         targets.append(
             TargetSeries(
-                str(target), rows["combined_gib"].to_list(), rows["speedup"].to_list(),
-                steps["combined_gib"].to_list(), steps["speedup"].to_list(),
-                stars.get(str(target)),
+                name=str(target),
+                memory_gib=rows["combined_gib"].to_list(),
+                speedup=rows["speedup"].to_list(),
+                steps_gib=steps["combined_gib"].to_list(),
+                steps_speedup=steps["speedup"].to_list(),
+                best=stars.get(str(target)),
             )
-        )  # fmt: skip
+        )
     return FrontierPlot(gpu, selection, targets)
 
 

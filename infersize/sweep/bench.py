@@ -20,7 +20,7 @@ import numpy as np
 
 from infersize.catalog.store import load_catalog
 from infersize.core.deployment import deployment_numbers, prepare_side
-from infersize.core.engines import get_engine
+from infersize.core.engines import configure_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
@@ -58,38 +58,49 @@ def _tp(target: str) -> int:
 def bench_plan(n_alphas: int = 41) -> Plan:
     alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
     settings = tuple(
-        Setting(gpu, _tp(t), t, tq, "fp16", d, dq, None, alphas, "sweep")
+        Setting(
+            gpu=gpu,
+            tp=_tp(t),
+            target=t,
+            target_quant=tq,
+            kv_dtype="fp16",
+            draft=d,
+            draft_quant=dq,
+            price_usd_per_hour=None,
+            alphas=alphas,
+            alpha_source="sweep",
+        )
         for gpu in ("a100-80gb-sxm", "h100-sxm")
         for t, d in PAIRS
         for tq in ("bf16", "fp8")
         for dq in ("bf16", "int4")
     )
     plan = Plan(
-        "bench",
-        settings,
-        (1024, 2048, 4096, 8192, 16384, 32768),
-        (1, 8, 32, 128),
-        n_alphas,
-        tuple(range(1, 11)),
-        Scoring(),
+        name="bench",
+        settings=settings,
+        contexts=(1024, 2048, 4096, 8192, 16384, 32768),
+        batches=(1, 8, 32, 128),
+        scenarios=n_alphas,
+        ks=tuple(range(1, 11)),
+        scoring=Scoring(),
     )
     return replace(plan, chunks=make_chunks(plan, 1_000_000))
 
 
 def run_engine(plan: Plan) -> float:
     """Seconds for one end-to-end run of `plan` into a new folder (jobs 1, in this process)."""
-    from infersize.sweep.run import run_sweep
+    from infersize.sweep.run import RunOptions, run_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        run_sweep(plan, Path(tmp) / "bench", jobs=1)
+        run_sweep(plan, Path(tmp) / "bench", RunOptions(jobs=1))
         return time.perf_counter() - start
 
 
 def run_loop(plan: Plan, min_cells: int, min_s: float = 1.0) -> tuple[int, float]:
     """One call of the core functions per cell (setting, context, batch, α, K), over the grid
     again and again until both `min_cells` cells and `min_s` seconds are done."""
-    catalog, engine = load_catalog(), get_engine(plan.scoring.engine)
+    catalog, engine = load_catalog(), configure_engine(plan.scoring.engine)
     model = get_speedup_model(plan.scoring.speedup_model)
     done, start = 0, time.perf_counter()
     for s in plan.settings:

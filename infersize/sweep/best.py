@@ -21,7 +21,7 @@ from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Filters:
     """Column filters a user may give; None: any."""
 
@@ -40,7 +40,7 @@ class Filters:
 CATALOG_SCENARIOS = ("low", "expected", "high")  # α from the acceptance catalog, per pair
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Selection:
     context_length: int
     batch_size: int
@@ -160,11 +160,11 @@ def select(frame: pl.DataFrame, filters: Filters) -> Selection:
     n_scenarios = frame["acceptance_scenario"].max()
     named = from_catalog and n_scenarios == len(CATALOG_SCENARIOS) - 1
     return Selection(
-        filters.context_length or int(frame["context_length"].min()),  # type: ignore[arg-type]
-        filters.batch_size or int(frame["batch_size"].min()),  # type: ignore[arg-type]
-        scenario,
-        _uniform_alpha(frame, scenario),
-        CATALOG_SCENARIOS[scenario] if named else "",
+        context_length=filters.context_length or int(frame["context_length"].min()),  # type: ignore[arg-type]
+        batch_size=filters.batch_size or int(frame["batch_size"].min()),  # type: ignore[arg-type]
+        acceptance_scenario=scenario,
+        acceptance_rate=_uniform_alpha(frame, scenario),
+        scenario_name=CATALOG_SCENARIOS[scenario] if named else "",
     )
 
 

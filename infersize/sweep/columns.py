@@ -15,7 +15,7 @@ import pyarrow as pa
 Kind = Literal["str", "int", "float", "bool"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Column:
     name: str
     kind: Kind
@@ -26,121 +26,274 @@ class Column:
 
 GIB = "GiB (2^30 bytes) per GPU"
 COLUMNS: tuple[Column, ...] = (
-    Column("gpu", "str", "", "GPU catalog id (configs/gpus.yaml)"),
-    Column("gpu_name", "str", "", "the GPU's marketed name"),
-    Column("tp", "int", "GPUs", "tensor-parallel size of the target (GPUs of the deployment)"),
-    Column("target", "str", "", "target model id"),
-    Column("target_quant", "str", "", "target weight precision (configs/precisions.yaml)"),
-    Column("draft", "str", "", "draft model id"),
-    Column("draft_quant", "str", "", "draft weight precision"),
+    Column(name="gpu", kind="str", unit="", description="GPU catalog id (configs/gpus.yaml)"),
+    Column(name="gpu_name", kind="str", unit="", description="the GPU's marketed name"),
     Column(
-        "method",
-        "str",
-        "",
-        "speculative method, vLLM's names: draft (a separate model), eagle, eagle3, mtp, "
+        name="tp",
+        kind="int",
+        unit="GPUs",
+        description="tensor-parallel size of the target (GPUs of the deployment)",
+    ),
+    Column(name="target", kind="str", unit="", description="target model id"),
+    Column(
+        name="target_quant",
+        kind="str",
+        unit="",
+        description="target weight precision (configs/precisions.yaml)",
+    ),
+    Column(name="draft", kind="str", unit="", description="draft model id"),
+    Column(name="draft_quant", kind="str", unit="", description="draft weight precision"),
+    Column(
+        name="method",
+        kind="str",
+        unit="",
+        description="speculative method, vLLM's names: draft (a separate model), eagle, eagle3, "
+        "mtp, "
         "medusa, mlp-speculator, ngram (docs/modelling.md)",
     ),
-    Column("kv_dtype", "str", "", "KV cache dtype of both models"),
-    Column("engine", "str", "", "engine preset: memory rules and latency constants"),
-    Column("speedup_model", "str", "", "the model that produced speedup (docs/modelling.md)"),
+    Column(name="kv_dtype", kind="str", unit="", description="KV cache dtype of both models"),
     Column(
-        "support",
-        "str",
-        "",
-        "native: the GPU runs both precisions natively; weight-only: at least one runs through "
+        name="engine",
+        kind="str",
+        unit="",
+        description="engine preset: memory rules and latency constants",
+    ),
+    Column(
+        name="speedup_model",
+        kind="str",
+        unit="",
+        description="the model that produced speedup (docs/modelling.md)",
+    ),
+    Column(
+        name="support",
+        kind="str",
+        unit="",
+        description="native: the GPU runs both precisions natively; weight-only: at least one "
+        "runs through "
         "dequantising kernels (priced in the speed model)",
     ),
-    Column("context_length", "int", "tokens", "tokens per sequence"),
-    Column("batch_size", "int", "sequences", "concurrent sequences"),
+    Column(name="context_length", kind="int", unit="tokens", description="tokens per sequence"),
+    Column(name="batch_size", kind="int", unit="sequences", description="concurrent sequences"),
     Column(
-        "acceptance_scenario",
-        "int",
-        "",
-        "position of the α scenario (rows of one scenario are compared with each other)",
+        name="acceptance_scenario",
+        kind="int",
+        unit="",
+        description="position of the α scenario (rows of one scenario are compared with each "
+        "other)",
     ),
-    Column("acceptance_rate", "float", "probability", "α: chance that one draft token is accepted"),
     Column(
-        "acceptance_source",
-        "str",
-        "",
-        "where α comes from: sweep (the what-if acceptance_rates), pair (the pair's own list), "
+        name="acceptance_rate",
+        kind="float",
+        unit="probability",
+        description="α: chance that one draft token is accepted",
+    ),
+    Column(
+        name="acceptance_source",
+        kind="str",
+        unit="",
+        description="where α comes from: sweep (the what-if acceptance_rates), pair (the pair's "
+        "own list), "
         "profile (the pair's per-position acceptance_profile; α is the i.i.d. rate with its "
         "mean acceptance length), published (a measured figure for this pair), method (a head's "
         "method's published figures) or prior (fitted to published figures)",
     ),
-    Column("optimal_k", "int", "tokens", "K: draft tokens per step, the best that fits"),
-    Column("speedup", "float", "x", "decode speedup over the target alone at this batch"),
     Column(
-        "expected_tokens_per_step",
-        "float",
-        "tokens",
-        "E = (1 − α^(K+1)) / (1 − α); 1 + r_1 + … + r_K for a per-position profile",
+        name="optimal_k",
+        kind="int",
+        unit="tokens",
+        description="K: draft tokens per step, the best that fits",
     ),
-    Column("latency_ratio", "float", "x", "γ = target step time / draft step time"),
-    Column("target_weights_gib", "float", GIB, "target weights"),
-    Column("target_kv_gib", "float", GIB, "target KV cache (context + K slots, all sequences)"),
-    Column("target_workspace_gib", "float", GIB, "target logits and activations"),
-    Column("target_gib", "float", GIB, "target weights + KV cache + workspace"),
-    Column("draft_weights_gib", "float", GIB, "draft weights"),
-    Column("draft_kv_gib", "float", GIB, "draft KV cache"),
-    Column("draft_workspace_gib", "float", GIB, "draft logits and activations"),
-    Column("draft_gib", "float", GIB, "draft weights + KV cache + workspace"),
-    Column("overhead_gib", "float", GIB, "runtime overhead of the engine process", 6),
-    Column("combined_gib", "float", GIB, "target + draft + overhead"),
-    Column("gpu_memory_gib", "float", "GiB (2^30 bytes)", "GPU memory as the CUDA runtime reports"),
-    Column("utilization", "float", "share", "combined / GPU memory"),
-    Column("fits", "bool", "", "within the engine's budget (always true in these tables)"),
-    Column("verdict", "str", "", "safe (≤ 90% of the budget) or tight (≤ 100%)"),
     Column(
-        "kv_pool_gib",
-        "float",
-        GIB,
-        "vLLM: the KV pool after weights, activations, non-torch memory and CUDA graphs",
+        name="speedup",
+        kind="float",
+        unit="x",
+        description="decode speedup over the target alone at this batch",
     ),
-    Column("kv_pool_tokens", "int", "tokens", "vLLM: 'GPU KV cache size', as vLLM logs it"),
     Column(
-        "max_concurrent_sequences",
-        "float",
-        "sequences",
-        "vLLM: sequences of this context the pool holds at once",
+        name="expected_tokens_per_step",
+        kind="float",
+        unit="tokens",
+        description="E = (1 − α^(K+1)) / (1 − α); 1 + r_1 + … + r_K for a per-position profile",
     ),
-    Column("baseline_tokens_per_s", "float", "tokens/s", "decode throughput of the target alone"),
-    Column("speculative_tokens_per_s", "float", "tokens/s", "decode throughput with speculation"),
     Column(
-        "speculative_tokens_per_s_per_gpu", "float", "tokens/s", "speculative_tokens_per_s / tp"
+        name="latency_ratio",
+        kind="float",
+        unit="x",
+        description="γ = target step time / draft step time",
     ),
-    Column("baseline_ms_per_token", "float", "ms", "time per token of one sequence, no draft"),
-    Column("speculative_ms_per_token", "float", "ms", "time per token of one sequence"),
-    Column("price_usd_per_hour", "float", "USD per GPU-hour", "the price used", 6),
-    Column("usd_per_mtok", "float", "USD per million tokens", "price · tp / throughput"),
+    Column(name="target_weights_gib", kind="float", unit=GIB, description="target weights"),
     Column(
-        "crossover_batch_size",
-        "int",
-        "sequences",
-        "smallest batch (1 to 2048, doubling) at which speculation at this α and K stops "
+        name="target_kv_gib",
+        kind="float",
+        unit=GIB,
+        description="target KV cache (context + K slots, all sequences)",
+    ),
+    Column(
+        name="target_workspace_gib",
+        kind="float",
+        unit=GIB,
+        description="target logits and activations",
+    ),
+    Column(
+        name="target_gib",
+        kind="float",
+        unit=GIB,
+        description="target weights + KV cache + workspace",
+    ),
+    Column(name="draft_weights_gib", kind="float", unit=GIB, description="draft weights"),
+    Column(name="draft_kv_gib", kind="float", unit=GIB, description="draft KV cache"),
+    Column(
+        name="draft_workspace_gib",
+        kind="float",
+        unit=GIB,
+        description="draft logits and activations",
+    ),
+    Column(
+        name="draft_gib", kind="float", unit=GIB, description="draft weights + KV cache + workspace"
+    ),
+    Column(
+        name="overhead_gib",
+        kind="float",
+        unit=GIB,
+        description="runtime overhead of the engine process",
+        decimals=6,
+    ),
+    Column(name="combined_gib", kind="float", unit=GIB, description="target + draft + overhead"),
+    Column(
+        name="gpu_memory_gib",
+        kind="float",
+        unit="GiB (2^30 bytes)",
+        description="GPU memory as the CUDA runtime reports",
+    ),
+    Column(name="utilization", kind="float", unit="share", description="combined / GPU memory"),
+    Column(
+        name="fits",
+        kind="bool",
+        unit="",
+        description="within the engine's budget (always true in these tables)",
+    ),
+    Column(
+        name="verdict",
+        kind="str",
+        unit="",
+        description="safe (≤ 90% of the budget) or tight (≤ 100%)",
+    ),
+    Column(
+        name="kv_pool_gib",
+        kind="float",
+        unit=GIB,
+        description="vLLM: the KV pool after weights, activations, non-torch memory and CUDA "
+        "graphs",
+    ),
+    Column(
+        name="kv_pool_tokens",
+        kind="int",
+        unit="tokens",
+        description="vLLM: 'GPU KV cache size', as vLLM logs it",
+    ),
+    Column(
+        name="max_concurrent_sequences",
+        kind="float",
+        unit="sequences",
+        description="vLLM: sequences of this context the pool holds at once",
+    ),
+    Column(
+        name="baseline_tokens_per_s",
+        kind="float",
+        unit="tokens/s",
+        description="decode throughput of the target alone",
+    ),
+    Column(
+        name="speculative_tokens_per_s",
+        kind="float",
+        unit="tokens/s",
+        description="decode throughput with speculation",
+    ),
+    Column(
+        name="speculative_tokens_per_s_per_gpu",
+        kind="float",
+        unit="tokens/s",
+        description="speculative_tokens_per_s / tp",
+    ),
+    Column(
+        name="baseline_ms_per_token",
+        kind="float",
+        unit="ms",
+        description="time per token of one sequence, no draft",
+    ),
+    Column(
+        name="speculative_ms_per_token",
+        kind="float",
+        unit="ms",
+        description="time per token of one sequence",
+    ),
+    Column(
+        name="price_usd_per_hour",
+        kind="float",
+        unit="USD per GPU-hour",
+        description="the price used",
+        decimals=6,
+    ),
+    Column(
+        name="usd_per_mtok",
+        kind="float",
+        unit="USD per million tokens",
+        description="price · tp / throughput",
+    ),
+    Column(
+        name="crossover_batch_size",
+        kind="int",
+        unit="sequences",
+        description="smallest batch (1 to 2048, doubling) at which speculation at this α and K "
+        "stops "
         "paying under the roofline model, whether or not it fits; null: none up to 2048",
     ),
-    Column("cell_key", "str", "", "a stable, readable identity of the row for joins and diffs"),
-    Column("rank", "int", "", "best_pairs only: 1 = most speculative tokens/s per GPU"),
+    Column(
+        name="cell_key",
+        kind="str",
+        unit="",
+        description="a stable, readable identity of the row for joins and diffs",
+    ),
+    Column(
+        name="rank",
+        kind="int",
+        unit="",
+        description="best_pairs only: 1 = most speculative tokens/s per GPU",
+    ),
 )
 COVERAGE_COLUMNS: tuple[Column, ...] = (
-    Column("gpu", "str", "", "GPU catalog id"),
-    Column("target", "str", "", "target model id"),
-    Column("rows", "int", "rows", "settings × contexts × batches × scenarios scored"),
-    Column("fitting_rows", "int", "rows", "of them, those where some K fits"),
+    Column(name="gpu", kind="str", unit="", description="GPU catalog id"),
+    Column(name="target", kind="str", unit="", description="target model id"),
     Column(
-        "closest_share_of_budget",
-        "float",
-        "share",
-        "the least memory any row needs, as a share of the engine's budget (≤ 1 fits)",
+        name="rows",
+        kind="int",
+        unit="rows",
+        description="settings × contexts × batches × scenarios scored",
     ),
-    Column("closest_tp", "int", "GPUs", "that row's tensor-parallel size"),
-    Column("closest_target_quant", "str", "", "that row's target precision"),
-    Column("closest_draft", "str", "", "that row's draft"),
-    Column("closest_draft_quant", "str", "", "that row's draft precision"),
-    Column("closest_kv_dtype", "str", "", "that row's KV cache dtype"),
-    Column("closest_context_length", "int", "tokens", "that row's context"),
-    Column("closest_batch_size", "int", "sequences", "that row's batch"),
+    Column(
+        name="fitting_rows", kind="int", unit="rows", description="of them, those where some K fits"
+    ),
+    Column(
+        name="closest_share_of_budget",
+        kind="float",
+        unit="share",
+        description="the least memory any row needs, as a share of the engine's budget (≤ 1 fits)",
+    ),
+    Column(
+        name="closest_tp", kind="int", unit="GPUs", description="that row's tensor-parallel size"
+    ),
+    Column(
+        name="closest_target_quant", kind="str", unit="", description="that row's target precision"
+    ),
+    Column(name="closest_draft", kind="str", unit="", description="that row's draft"),
+    Column(
+        name="closest_draft_quant", kind="str", unit="", description="that row's draft precision"
+    ),
+    Column(name="closest_kv_dtype", kind="str", unit="", description="that row's KV cache dtype"),
+    Column(
+        name="closest_context_length", kind="int", unit="tokens", description="that row's context"
+    ),
+    Column(name="closest_batch_size", kind="int", unit="sequences", description="that row's batch"),
 )
 BY_NAME = {c.name: c for c in COVERAGE_COLUMNS} | {c.name: c for c in COLUMNS}
 ARROW_TYPES = {

@@ -20,6 +20,7 @@ from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
+from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
 
@@ -122,16 +123,16 @@ class SweepConfig(_Strict):
     # speculative methods to compare (core/methods.py): pairs of other methods are dropped and
     # each target gains the catalog's published head of every head method (and n-gram lookup)
     methods: list[str] | None = None
-    target_quants: list[str] = Field(default=["bf16"], min_length=1)
-    draft_quants: list[str] = Field(default=["bf16"], min_length=1)
-    kv_dtypes: list[str] = Field(default=["fp16"], min_length=1)
+    target_quants: list[str] = Field(default=[DEFAULTS.sweep_quant], min_length=1)
+    draft_quants: list[str] = Field(default=[DEFAULTS.sweep_quant], min_length=1)
+    kv_dtypes: list[str] = Field(default=[DEFAULTS.kv_dtype], min_length=1)
     gpus: list[str | GpuEntry] = Field(min_length=1)
     context_lengths: IntAxis
-    batch_sizes: IntAxis = [1]
+    batch_sizes: IntAxis = [DEFAULTS.batch_size]
     acceptance_rates: FloatAxis | None = None  # a what-if: the same α for every pair
-    draft_k: IntAxis = Range(start=1, stop=8, step=1)
-    speedup_model: str = "roofline"  # a key of the speedup-model registry
-    engine: str = "plain"  # a key of the engine registry
+    draft_k: IntAxis = Range(start=1, stop=DEFAULTS.sweep_draft_k_stop, step=1)
+    speedup_model: str = DEFAULTS.speedup_model  # a key of the speedup-model registry
+    engine: str = DEFAULTS.engine  # a key of the engine registry
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     overhead_gib: float | None = Field(default=None, ge=0)
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)  # vllm engines

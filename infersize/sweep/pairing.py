@@ -69,7 +69,7 @@ def alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[
     return tuple(sorted({float(v) for v in values}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pair:
     target: str
     draft: str
@@ -205,11 +205,19 @@ def resolve_pairs(
     profiles: dict[tuple[str, str], tuple[float, ...]] = {}
     for (target, draft), own in _paired_names(cfg, doc, catalog, skipped, notes, profiles).items():
         if (target, draft) in profiles:
-            pairs.append(Pair(target, draft, (), "profile", profiles[(target, draft)]))
+            pairs.append(
+                Pair(
+                    target=target,
+                    draft=draft,
+                    alphas=(),
+                    alpha_source="profile",
+                    profile=profiles[(target, draft)],
+                )
+            )
         elif own is not None:
-            pairs.append(Pair(target, draft, own, "pair"))
+            pairs.append(Pair(target=target, draft=draft, alphas=own, alpha_source="pair"))
         elif uniform is not None:
-            pairs.append(Pair(target, draft, uniform, "sweep"))
+            pairs.append(Pair(target=target, draft=draft, alphas=uniform, alpha_source="sweep"))
         else:
             try:
                 known = pair_acceptance(
@@ -220,7 +228,9 @@ def resolve_pairs(
                     f"{doc.path}: ({target}, {draft}): {exc}; in a sweep, give the pair its "
                     "acceptance_rates under pairs, or acceptance_rates for every pair"
                 ) from None
-            pairs.append(Pair(target, draft, known.scenarios, known.source))
+            pairs.append(
+                Pair(target=target, draft=draft, alphas=known.scenarios, alpha_source=known.source)
+            )
     pairs = _fill_profile_scenarios(pairs)
     counts = {len(p.alphas) for p in pairs}
     if len(counts) > 1:
@@ -241,7 +251,13 @@ def _fill_profile_scenarios(pairs: list[Pair]) -> list[Pair]:
             k = len(p.profile)
             e = expected_tokens_profile(p.profile, [k])[0]
             alpha = round(float(alpha_for_expected_tokens(e, k)), 4)
-            p = Pair(p.target, p.draft, (alpha,) * scenarios, p.alpha_source, p.profile)
+            p = Pair(
+                target=p.target,
+                draft=p.draft,
+                alphas=(alpha,) * scenarios,
+                alpha_source=p.alpha_source,
+                profile=p.profile,
+            )
         out.append(p)
     return out
 

@@ -19,7 +19,7 @@ from infersize import __version__
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
-from infersize.core.engines import get_engine
+from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
 from infersize.service.resolve import combined_support
@@ -38,7 +38,7 @@ from infersize.sweep.pairing import (
 from infersize.sweep.settings import Chunk, Scoring, Setting
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     name: str
     settings: tuple[Setting, ...]
@@ -201,10 +201,20 @@ def _settings(
                 continue
             for tp, k_v in product(tps, kvs):
                 setting = Setting(
-                    gpu.name, tp, pair.target, t_q, k_v, pair.draft, d_q,
-                    gpu.price_usd_per_hour, pair.alphas, pair.alpha_source, support, method,
-                    pair.profile,
-                )  # fmt: skip
+                    gpu=gpu.name,
+                    tp=tp,
+                    target=pair.target,
+                    target_quant=t_q,
+                    kv_dtype=k_v,
+                    draft=pair.draft,
+                    draft_quant=d_q,
+                    price_usd_per_hour=gpu.price_usd_per_hour,
+                    alphas=pair.alphas,
+                    alpha_source=pair.alpha_source,
+                    support=support,
+                    method=method,
+                    profile=pair.profile,
+                )
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
     return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
@@ -230,21 +240,30 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     pairs = resolve_pairs(cfg, doc, catalog, skipped, notes)
     settings = _settings(cfg, doc, catalog, pairs, skipped)
     scoring = Scoring(
-        cfg.speedup_model,
-        cfg.engine,
-        cfg.gpu_memory_utilization,
-        cfg.overhead_gib,
-        cfg.max_num_batched_tokens,
-        cfg.max_num_seqs,
-        cfg.vllm_sampler,
-        cfg.memory_headroom,
-        tuple(catalog_files),
+        speedup_model=cfg.speedup_model,
+        engine=EngineSettings(
+            engine=cfg.engine,
+            gpu_memory_utilization=cfg.gpu_memory_utilization,
+            overhead_gib=cfg.overhead_gib,
+            max_num_batched_tokens=cfg.max_num_batched_tokens,
+            max_num_seqs=cfg.max_num_seqs,
+            vllm_sampler=cfg.vllm_sampler,
+        ),
+        memory_headroom=cfg.memory_headroom,
+        catalog_files=tuple(catalog_files),
     )
     scenarios = len(pairs[0].alphas)
     plan = Plan(
-        cfg.name, settings, contexts, batches, scenarios, ks, scoring, skipped=skipped,
+        name=cfg.name,
+        settings=settings,
+        contexts=contexts,
+        batches=batches,
+        scenarios=scenarios,
+        ks=ks,
+        scoring=scoring,
+        skipped=skipped,
         notes=tuple(notes),
-    )  # fmt: skip
+    )
     return replace(plan, chunks=make_chunks(plan, cfg.chunk_cells or auto_chunk_cells(plan)))
 
 

@@ -45,7 +45,7 @@ from infersize.sweep.workers import (
     stop_workers,
 )
 
-__all__ = ["ChunkDone", "OutputError", "WorkerDiedError", "run_sweep"]
+__all__ = ["ChunkDone", "OutputError", "RunOptions", "WorkerDiedError", "run_sweep"]
 
 
 def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Generation, bool]:
@@ -102,7 +102,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunOptions:
     """How to run a plan; `run_hash` covers every one of them that changes the bytes written."""
 
@@ -136,13 +136,12 @@ def run_hash(plan: Plan, options: RunOptions) -> str:
 def run_sweep(
     plan: Plan,
     out_dir: Path,
+    options: RunOptions | None = None,
     *,
     on_chunk: Callable[[ChunkDone], None] | None = None,
-    **settings: Any,
 ) -> dict[str, Any]:
-    """Run `plan` into a new generation of `out_dir` and publish it; `settings` are RunOptions'
-    fields (jobs, backend, scheduler, resume, with_cells, best_top_n, formats, command_line)."""
-    options = RunOptions(**settings)
+    """Run `plan` into a new generation of `out_dir` and publish it."""
+    options = options or RunOptions()
     output.claim(out_dir)
     with output.lock(out_dir):
         try:
@@ -215,7 +214,7 @@ def _manifest(
         "seconds": {"scoring": round(times["score_s"], 3), "total": round(total_s, 3)},
         "cells_per_s": round(plan.total_cells / max(total_s, 1e-9)),
         "speedup_model": plan.scoring.speedup_model,
-        "engine": plan.scoring.engine,
+        "engine": plan.scoring.engine.engine,
         "acceptance_scenarios": plan.scenarios,
         "best_top_n": options.best_top_n,
         "resolved_config": "sweep.resolved.yaml",

@@ -11,7 +11,7 @@ import numpy as np
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
 from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, select, stack
-from infersize.core.engines import Engine, get_engine
+from infersize.core.engines import Engine, configure_engine
 from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
@@ -23,7 +23,7 @@ from infersize.sweep.settings import Scoring, Setting
 GRID_NDIM = 4  # (setting, context, batch, α)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChunkTask:
     """What a worker needs: picklable, small (the chunk's settings only)."""
 
@@ -38,7 +38,7 @@ class ChunkTask:
     with_cells: bool
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Scored:
     """Row-wise results of a chunk: per (setting, context, batch, scenario) at the best K."""
 
@@ -150,15 +150,17 @@ def _columns(best: Point, dep: DeploymentNumbers) -> dict[str, FloatArray]:
 def score(task: ChunkTask) -> Scored:
     how = task.scoring
     catalog = load_catalog(tuple(task.scoring.catalog_files))
-    engine = get_engine(
-        how.engine, how.gpu_memory_utilization, how.overhead_gib, how.max_num_batched_tokens,
-        how.max_num_seqs, how.vllm_sampler,
-    )  # fmt: skip
+    engine = configure_engine(how.engine)
     dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
     context, batch, alpha = _grid(task)
     rates = _rates(task, alpha)
     work = Workload(
-        context, batch, alpha, np.asarray(task.ks), headroom=how.memory_headroom, rates=rates
+        context=context,
+        batch=batch,
+        alpha=alpha,
+        ks=np.asarray(task.ks),
+        headroom=how.memory_headroom,
+        rates=rates,
     )
     ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
     best = ev.optimal
@@ -179,7 +181,14 @@ def score(task: ChunkTask) -> Scored:
         )
 
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}
-    return Scored(rows, lazy, index[0].ravel(), ev.fits_any.ravel(), index[3].ravel(), cells)
+    return Scored(
+        columns=rows,
+        lazy=lazy,
+        setting=index[0].ravel(),
+        valid=ev.fits_any.ravel(),
+        scenario=index[3].ravel(),
+        cells=cells,
+    )
 
 
 def _cells(task: ChunkTask, ev: Evaluation, shape: tuple[int, ...]) -> dict[str, FloatArray]:

@@ -4,10 +4,13 @@ which receive these in every task, import neither the YAML schema nor Pydantic."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from infersize.core.engines import EngineSettings
+from infersize.defaults import DEFAULTS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setting:
     gpu: str
     tp: int
@@ -32,16 +35,11 @@ class Chunk:
     batches: tuple[int, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scoring:
     """How every cell of a plan is scored (shared by all its chunks)."""
 
-    speedup_model: str = "leviathan"
-    engine: str = "plain"
-    gpu_memory_utilization: float | None = None
-    overhead_gib: float | None = None
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    vllm_sampler: str | None = None
+    speedup_model: str = DEFAULTS.speedup_model
+    engine: EngineSettings = field(default_factory=EngineSettings)
     memory_headroom: float = 0.0
     catalog_files: tuple[str, ...] = ()

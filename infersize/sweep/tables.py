@@ -49,7 +49,7 @@ def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
         "draft_quant": _per_setting([x.draft_quant for x in settings], s),
         "method": _per_setting([x.method for x in settings], s),
         "kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
-        "engine": _per_setting([task.scoring.engine] * len(settings), s),
+        "engine": _per_setting([task.scoring.engine.engine] * len(settings), s),
         "speedup_model": _per_setting([task.scoring.speedup_model] * len(settings), s),
         "support": _per_setting([x.support for x in settings], s),
         "acceptance_source": _per_setting([x.alpha_source for x in settings], s),
@@ -240,7 +240,7 @@ def merge_coverage(parts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OutputTable:
     """One table a sweep writes: each chunk builds its rows, the run concatenates them in chunk
     order (which is the table's sorted order) into NAME.parquet and NAME.csv."""
@@ -262,29 +262,32 @@ def register_table(table: OutputTable) -> OutputTable:
 
 register_table(
     OutputTable(
-        "frontier",
-        "per (GPU, TP, target, target precision, KV dtype, context, batch, α scenario): the "
+        name="frontier",
+        description="per (GPU, TP, target, target precision, KV dtype, context, batch, α "
+        "scenario): the "
         "drafts and draft precisions, each at its best fitting K, that are Pareto-optimal in "
         "(combined memory ↓, speedup ↑)",
-        frontier_table,
-        tuple(table_names(with_rank=False)),
+        build=frontier_table,
+        columns=tuple(table_names(with_rank=False)),
     )
 )
 register_table(
     OutputTable(
-        "best_pairs",
-        "per (GPU, target, context, batch, α scenario): the top options that beat plain "
+        name="best_pairs",
+        description="per (GPU, target, context, batch, α scenario): the top options that beat "
+        "plain "
         "decoding, ranked by speculative tokens/s per GPU",
-        best_table,
-        tuple(table_names(with_rank=True)),
+        build=best_table,
+        columns=tuple(table_names(with_rank=True)),
     )
 )
 register_table(
     OutputTable(
-        "coverage",
-        "per (GPU, target) swept: rows scored and fitting, and what came closest to fitting",
-        coverage_table,
-        tuple(c.name for c in COVERAGE_COLUMNS),
-        merge_coverage,
+        name="coverage",
+        description="per (GPU, target) swept: rows scored and fitting, and what came closest to "
+        "fitting",
+        build=coverage_table,
+        columns=tuple(c.name for c in COVERAGE_COLUMNS),
+        merge=merge_coverage,
     )
 )

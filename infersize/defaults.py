@@ -1,0 +1,34 @@
+"""Every default a user can leave out, declared once.
+
+The command-line options, the library's request records (`SpecRequest`, `DeploymentRequest`), the
+sweep schema and the sweep's scoring all take their defaults from `DEFAULTS`, so the three front
+doors cannot disagree (tests/test_defaults.py holds each of them to these fields).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Defaults:
+    target_quant: str = "auto"  # the checkpoint's own precision (exact bytes from its files)
+    draft_quant: str = "auto"
+    kv_dtype: str = "fp16"
+    tp: int = 1
+    engine: str = "plain"
+    # prices verification at the batch asked; `spec` switches to leviathan when γ is given
+    speedup_model: str = "roofline"
+    speedup_model_given_latency_ratio: str = "leviathan"
+    context_length: int = 4096  # tokens in each sequence's KV cache at decode
+    batch_size: int = 1
+    draft_k: int = 4
+    max_k: int = 16  # the largest K `spec` and the figures search
+    sweep_draft_k_stop: int = 8  # a sweep without `draft_k` scores K = 1 .. this
+    units: str = "gib"
+    # a sweep's tables name one precision per row, so its precision axes default to the
+    # 16-bit format most checkpoints ship in rather than to each checkpoint's own
+    sweep_quant: str = "bf16"
+
+
+DEFAULTS = Defaults()
