@@ -43,9 +43,14 @@ def test_no_comment_points_outside_the_repository(path):
         assert outside not in source
 
 
-def _toy(alpha: FloatArray, k: FloatArray, times: StepTimes) -> FloatArray:
-    """A made-up model for the test: every draft token adds α/100 to the speedup."""
+def _toy_tokens(alpha: FloatArray, k: FloatArray) -> FloatArray:
+    """A made-up model for the test: every draft token adds α/100 to the tokens of a step..."""
     return floats(1.0 + alpha * k / 100.0)
+
+
+def _toy_cost(k: FloatArray, times: StepTimes) -> FloatArray:
+    """...and a speculative step costs one plain step, so S = 1 + αK/100."""
+    return floats(np.ones_like(k * times.target))
 
 
 @pytest.fixture
@@ -55,8 +60,8 @@ def toy_model():
             name="toy",
             label="Toy Speedup",
             summary="S = 1 + αK/100",
-            speedup=_toy,
-            step_cost=lambda k, t: floats(1 + k),
+            step_cost=_toy_cost,
+            tokens_per_step=_toy_tokens,
         )
     )
     yield SPEEDUP_MODELS["toy"]
@@ -103,7 +108,7 @@ def test_help_lists_the_registered_speedup_models():
     code = (
         "from infersize.core.speedup import SpeedupModel, register_speedup_model\n"
         "register_speedup_model(SpeedupModel(name='toy', label='Toy Speedup', summary='a made-up "
-        "model for the test', speedup=lambda a, k, t: 1 + a, step_cost=lambda k, t: 1 + k))\n"
+        "model for the test', step_cost=lambda k, t: 1 + k))\n"
         "from infersize.cli import app\napp(['spec', '--help'])\n"
     )
     done = subprocess.run(

@@ -13,8 +13,8 @@ from infersize.cli import app
 from infersize.cli.options import record_from_options
 from infersize.core.engines import EngineSettings
 from infersize.defaults import DEFAULTS
+from infersize.service.request import SpecRequest, default_speedup_model
 from infersize.service.resolve import DeploymentRequest
-from infersize.service.spec import SpecRequest, default_speedup_model
 from infersize.sweep.config import SweepConfig
 from infersize.sweep.settings import Scoring
 

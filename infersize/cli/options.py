@@ -15,7 +15,7 @@ from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
 
 if TYPE_CHECKING:
-    from infersize.service.spec import SpecRequest
+    from infersize.service.request import SpecRequest
 
 R = TypeVar("R")
 
@@ -194,8 +194,8 @@ def record_from_options(record: type[R], options: Mapping[str, Any], **given: An
 def spec_request(options: Mapping[str, Any]) -> SpecRequest:
     """The SpecRequest of a command that takes `spec`'s options (spec, plot batch, capacity)."""
     from infersize.core.engines import EngineSettings
+    from infersize.service.request import SpecRequest
     from infersize.service.resolve import DeploymentRequest
-    from infersize.service.spec import SpecRequest
 
     deployment = record_from_options(DeploymentRequest, options)
     return record_from_options(

@@ -13,6 +13,8 @@ from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
+    from infersize.catalog.store import Catalog
+    from infersize.service.request import SpecRequest
     from infersize.service.spec_result import SpecResult
 
 plot_app = typer.Typer(
@@ -34,31 +36,31 @@ def plot_k(
     out: opt.FigureOut,
     max_k: opt.MaxK = DEFAULTS.max_k,
 ) -> None:
-    """Speedup vs K for several α at one γ, the optimal K marked."""
+    """Leviathan's speedup vs K for several α at one given γ, the optimal K marked (for a
+    deployment's own curve, with its memory limit: spec --plot)."""
     from infersize.service.curves import speedup_vs_k
     from infersize.show.figures import save, speedup_vs_k_figure
 
     curves = speedup_vs_k(alpha, latency_ratio, max_k)
-    typer.echo(str(save(speedup_vs_k_figure(curves, latency_ratio), out)))
+    title = f"Speedup vs K at γ = {latency_ratio:.1f} (Leviathan Theorem 3.8; ★ optimal K)"
+    typer.echo(str(save(speedup_vs_k_figure(curves, title), out)))
 
 
-def draw_spec_k_curve(result: SpecResult, out: Path) -> None:
-    """`spec --plot`: speedup vs K of the deployment `spec` sized, at its γ."""
-    from infersize.service.curves import speedup_vs_k
+def draw_spec_k_curve(
+    request: SpecRequest, catalog: Catalog, result: SpecResult, out: Path
+) -> None:
+    """`spec --plot`: the deployment's speedup vs K, by its own speedup model at its batch,
+    with the K that do not fit in memory marked: the curve of the numbers spec printed."""
+    from infersize.service.curves import deployment_speedup_vs_k
     from infersize.show.figures import save, speedup_vs_k_figure
 
     assert result.draft is not None
-    if result.latency_ratio is None:
-        raise InfersizeError("--plot draws speedup vs K over γ; n-gram lookup costs no GPU time")
-    gamma = result.latency_ratio
-    curves = speedup_vs_k(
-        [result.acceptance_rate or 0.0], gamma, max(DEFAULTS.max_k, result.draft_k or 1)
-    )
+    curve = deployment_speedup_vs_k(request, catalog)
     title = (
-        f"{result.target.model} + {result.draft.model} on {result.gpu.name}"
-        f": speedup vs K at γ = {gamma:.1f}"
+        f"{result.target.model} + {result.draft.model} on {result.gpu.name}, batch "
+        f"{result.batch_size}, context {result.context_length:,}: speedup vs K"
     )
-    save(speedup_vs_k_figure(curves, gamma, result.draft_k, title), out)
+    save(speedup_vs_k_figure([curve], title, result.draft_k), out)
 
 
 @plot_app.command(

@@ -57,11 +57,12 @@ def spec(
     options = locals()
     no_draft = _check_flags(units, draft, method, plot)
     request = opt.spec_request(options | {"draft": None if no_draft else draft})
-    result = run_spec(request, load_catalog(tuple(catalog or ())))
+    catalogs = load_catalog(tuple(catalog or ()))
+    result = run_spec(request, catalogs)
     if plot is not None:
         from infersize.cli.plot import draw_spec_k_curve
 
-        draw_spec_k_curve(result, plot)
+        draw_spec_k_curve(request, catalogs, result, plot)
     if as_json:
         print_json(spec_json(result))
         return

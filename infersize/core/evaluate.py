@@ -68,6 +68,7 @@ class Evaluation:
     memory: Memory  # over (..., K)
     speed: Speed  # over (..., K)
     best_index: IntArray  # the fitting K of highest speedup (index 0 where none fits)
+    fits_k: BoolArray  # over (..., K): fits in memory (and within a head's K)
     fits_any: BoolArray  # some K of the axis fits
 
     def at(self, index: ArrayLike) -> Point:
@@ -170,5 +171,6 @@ def evaluate(
         memory=memory,
         speed=speed,
         best_index=best,
+        fits_k=fits_k,
         fits_any=fits_any,
     )

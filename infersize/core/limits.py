@@ -12,32 +12,43 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
 from infersize.core.engines import Engine
+from infersize.core.evaluate import Workload, evaluate
 from infersize.core.fit import deployment_memory
-from infersize.core.speed import deployment_speed
-from infersize.core.speedup import get_speedup_model
+from infersize.core.speedup import SpeedupModel
 
 BATCH_LADDER = 2.0 ** np.arange(12)  # 1, 2, 4, ..., 2048
 
 
 def crossover_batch(
-    dep: DeploymentNumbers, engine: Engine, context: ArrayLike, alpha: ArrayLike, k: ArrayLike
+    dep: DeploymentNumbers,
+    engine: Engine,
+    model: SpeedupModel,
+    context: ArrayLike,
+    alpha: ArrayLike,
+    k: ArrayLike,
+    latency_ratio: ArrayLike | None = None,
+    rates: ArrayLike | None = None,
 ) -> FloatArray:
-    """Smallest batch (1, 2, 4, ... 2048) at which the roofline speedup at this α and K drops
-    below 1: verification turns compute-bound and speculation stops paying. NaN if it never
-    does within 2048. Broadcasts over the inputs; the batch ladder is a new last axis."""
-    on_ladder = with_trailing_axis(dep)
-    assert on_ladder.draft is not None
-    speedup = deployment_speed(
-        on_ladder.target,
-        on_ladder.draft,
-        engine,
-        get_speedup_model("roofline"),
-        floats(context)[..., None],
-        BATCH_LADDER,
-        floats(alpha)[..., None],
-        floats(k)[..., None],
-    ).speedup
-    below = speedup < 1.0
+    """Smallest batch (1, 2, 4, ... 2048) at which the speedup at this α (or per-position
+    profile `rates`) and K, by `model`, drops below 1: verification turns compute-bound and
+    speculation stops paying. NaN if it never does within 2048. Evaluated through `evaluate`
+    over the batch ladder (a new last axis before K); broadcasts over the inputs."""
+    draft_k = np.asarray(k, dtype=np.int64)
+    work = Workload(
+        context=floats(context)[..., None],
+        batch=BATCH_LADDER,
+        alpha=floats(alpha)[..., None],
+        ks=np.arange(1, int(draft_k.max()) + 1),
+        latency_ratio=None if latency_ratio is None else floats(latency_ratio)[..., None],
+        rates=None if rates is None else floats(rates)[..., None, :],
+    )
+    speedup = evaluate(with_trailing_axis(dep), engine, model, work).speed.speedup
+    at_k = np.take_along_axis(
+        np.broadcast_to(speedup, np.broadcast_shapes(speedup.shape, (*draft_k.shape, 1, 1))),
+        np.broadcast_to(draft_k - 1, draft_k.shape)[..., None, None],
+        axis=-1,
+    )[..., 0]
+    below = at_k < 1.0
     first = np.argmax(below, axis=-1)
     return floats(np.where(below.any(axis=-1), BATCH_LADDER[first], np.nan))
 

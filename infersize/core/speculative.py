@@ -24,18 +24,41 @@ def expected_tokens(alpha: ArrayLike, k: ArrayLike) -> FloatArray:
     return floats(np.where(one, n + 1.0, (1.0 - safe ** (n + 1.0)) / (1.0 - safe)))
 
 
+def leviathan_step_cost(k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
+    """Theorem 3.8's cost of one speculative step in target steps: 1 + cK, c = 1/γ (K draft
+    steps, and verifying K+1 tokens priced as one target step)."""
+    return floats(1.0 + floats(k) / floats(latency_ratio))
+
+
+def roofline_step_cost(
+    k: ArrayLike, t_target: ArrayLike, t_draft: ArrayLike, t_verify: ArrayLike
+) -> FloatArray:
+    """(K · T_draft(B,1) + T_target(B,K+1)) / T_target(B,1) (MagicDec, arXiv 2408.11049, general
+    step model): the verification pass priced by the step-time model. It is Leviathan's 1 + cK
+    when verifying K+1 tokens costs one target step."""
+    return floats((floats(k) * floats(t_draft) + floats(t_verify)) / floats(t_target))
+
+
+def linear_tokens(alpha: ArrayLike, k: ArrayLike) -> FloatArray:
+    """The linear formula's tokens per step, 1 + αK: it counts αK accepted tokens where the
+    expectation is E − 1 (the formula printed in the seed example)."""
+    return floats(1.0 + floats(alpha) * floats(k))
+
+
+def linear_step_cost(k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
+    """The linear formula's step cost 1 + (K+1)/γ: one draft step more than are run."""
+    return floats(1.0 + (floats(k) + 1.0) / floats(latency_ratio))
+
+
 def speedup_leviathan(alpha: ArrayLike, k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
     """Theorem 3.8: S = (1 − α^(K+1)) / ((1 − α)(1 + cK)), c = 1/latency_ratio."""
-    c = 1.0 / floats(latency_ratio)
-    return floats(expected_tokens(alpha, k) / (1.0 + c * floats(k)))
+    return floats(expected_tokens(alpha, k) / leviathan_step_cost(k, latency_ratio))
 
 
 def speedup_linear(alpha: ArrayLike, k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
-    """The linear formula S = (1 + αK) / (1 + (K+1)/γ), as printed in the original request. Not
-    Leviathan's result: it counts αK accepted tokens where the expectation is E − 1 and prices
-    K+1 draft steps where K are run. Kept so that request's numbers can be reproduced."""
-    a, n = floats(alpha), floats(k)
-    return floats((1.0 + a * n) / (1.0 + (n + 1.0) / floats(latency_ratio)))
+    """The linear formula S = (1 + αK) / (1 + (K+1)/γ), as printed in the seed example. Not
+    Leviathan's result; kept so that example's numbers can be reproduced."""
+    return floats(linear_tokens(alpha, k) / linear_step_cost(k, latency_ratio))
 
 
 def speedup_roofline(
@@ -45,11 +68,8 @@ def speedup_roofline(
     t_draft: ArrayLike,
     t_verify: ArrayLike,
 ) -> FloatArray:
-    """S = E · T_target(B,1) / (K · T_draft(B,1) + T_target(B,K+1)) (MagicDec, arXiv 2408.11049,
-    general step model). Equals Leviathan's when verifying K+1 tokens costs one target step."""
-    n = floats(k)
-    step = n * floats(t_draft) + floats(t_verify)
-    return floats(expected_tokens(alpha, n) * floats(t_target) / step)
+    """S = E · T_target(B,1) / (K · T_draft(B,1) + T_target(B,K+1))."""
+    return floats(expected_tokens(alpha, k) / roofline_step_cost(k, t_target, t_draft, t_verify))
 
 
 def lambert_wm1_of_log(log_minus_z: ArrayLike, iterations: int = 40) -> FloatArray:

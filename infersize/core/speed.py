@@ -74,10 +74,8 @@ def deployment_speed(
         a = floats(alpha)
         e, speedup = expected_tokens(a, n_k), model.speedup(a, n_k, times)
     else:
-        if model.from_expected is None:
-            raise ValueError(f"speedup model {model.name} takes one α, not a profile")
         e = floats(expected)
-        speedup = model.from_expected(e, n_k, times)
+        speedup = model.speedup_from_expected(e, n_k, times)
     return Speed(
         times=times, expected_tokens=e, speedup=speedup, step_cost=model.step_cost(n_k, times)
     )

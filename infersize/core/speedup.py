@@ -17,9 +17,11 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.speculative import (
     bisect_increasing,
-    speedup_leviathan,
-    speedup_linear,
-    speedup_roofline,
+    expected_tokens,
+    leviathan_step_cost,
+    linear_step_cost,
+    linear_tokens,
+    roofline_step_cost,
 )
 from infersize.errors import UnknownNameError
 
@@ -42,43 +44,39 @@ class StepTimes:
         return cls(one, floats(one / gamma), one, gamma)
 
 
-SpeedupFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]
-ExpectedFn = Callable[[FloatArray, FloatArray, StepTimes], FloatArray]  # (E, K, times) -> S
+TokensFn = Callable[[FloatArray, FloatArray], FloatArray]  # (α, K) -> tokens per step
+StepCostFn = Callable[[FloatArray, StepTimes], FloatArray]  # (K, times) -> spec step / plain step
 
 
 @dataclass(frozen=True, kw_only=True)
 class SpeedupModel:
+    """S = tokens per speculative step / its cost in plain decode steps: a model declares each
+    once and the speedup, break-even and the profile's speedup all follow from them."""
+
     name: str
     label: str  # the panel's speedup line: "Leviathan Speedup"
     summary: str  # one line for --help, the docs and the tables' data dictionary
-    speedup: SpeedupFn  # (α, K, step times) -> S
-    step_cost: Callable[[FloatArray, StepTimes], FloatArray]  # (K, times) -> spec step / plain step
+    step_cost: StepCostFn
+    # E(α, K) for the models that count tokens as Leviathan does; a model that reads α only
+    # through E can take a per-position acceptance profile (its E) instead of α
+    tokens_per_step: TokensFn = expected_tokens
     note: str | None = None  # a caveat printed beside its numbers
     title: str = "LEVIATHAN SPEEDUP"  # the panel title's second half
     qualifier: str = ""  # after the speedup on the panel; {batch} is the batch size
-    # the speedup from the expected tokens per step E, for models that read α only through E
-    # (a per-position acceptance profile then applies); None: the model needs one α
-    from_expected: ExpectedFn | None = None
 
+    @property
+    def reads_expected_tokens(self) -> bool:
+        return self.tokens_per_step is expected_tokens
 
-def _leviathan(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
-    return speedup_leviathan(alpha, k, t.latency_ratio)
+    def speedup(self, alpha: ArrayLike, k: ArrayLike, times: StepTimes) -> FloatArray:
+        n_k = floats(k)
+        return floats(self.tokens_per_step(floats(alpha), n_k) / self.step_cost(n_k, times))
 
-
-def _roofline(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
-    return speedup_roofline(alpha, k, t.target, t.draft, t.verify)
-
-
-def _leviathan_e(e: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
-    return floats(e / (1.0 + 1.0 / t.latency_ratio * k))
-
-
-def _roofline_e(e: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
-    return floats(e * t.target / (k * t.draft + t.verify))
-
-
-def _linear(alpha: FloatArray, k: FloatArray, t: StepTimes) -> FloatArray:
-    return speedup_linear(alpha, k, t.latency_ratio)
+    def speedup_from_expected(self, e: ArrayLike, k: ArrayLike, times: StepTimes) -> FloatArray:
+        """S from the tokens per step E of a measured profile (models that read α through E)."""
+        if not self.reads_expected_tokens:
+            raise ValueError(f"speedup model {self.name} takes one α, not a profile")
+        return floats(floats(e) / self.step_cost(floats(k), times))
 
 
 SPEEDUP_MODELS: dict[str, SpeedupModel] = {}
@@ -117,9 +115,7 @@ register_speedup_model(
         label="Leviathan Speedup",
         summary="Leviathan et al. Theorem 3.8: S = E / (1 + K/γ); verifying K+1 tokens costs one "
         "target step (true at batch 1)",
-        speedup=_leviathan,
-        step_cost=lambda k, t: floats(1.0 + k / t.latency_ratio),
-        from_expected=_leviathan_e,
+        step_cost=lambda k, t: leviathan_step_cost(k, t.latency_ratio),
     )
 )
 register_speedup_model(
@@ -127,22 +123,19 @@ register_speedup_model(
         name="roofline",
         label="Leviathan Speedup",
         summary="S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the "
-        "roofline "
-        "step time, so the speedup falls as the batch grows",
-        speedup=_roofline,
-        step_cost=lambda k, t: floats((k * t.draft + t.verify) / t.target),
+        "roofline step time, so the speedup falls as the batch grows",
+        step_cost=lambda k, t: roofline_step_cost(k, t.target, t.draft, t.verify),
         qualifier=" (roofline, batch {batch})",
-        from_expected=_roofline_e,
     )
 )
 register_speedup_model(
     SpeedupModel(
         name="linear",
         label="Linear Speedup",
-        summary="S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the original request; "
+        summary="S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the seed example; "
         "not Leviathan's theorem, it overstates the speedup",
-        speedup=_linear,
-        step_cost=lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
+        step_cost=lambda k, t: linear_step_cost(k, t.latency_ratio),
+        tokens_per_step=linear_tokens,
         note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
         "Leviathan's Theorem 3.8; it overstates the speedup",
         title="LINEAR-FORMULA SPEEDUP",

@@ -5,105 +5,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
-from infersize.core.engines import EngineSettings, configure_engine
-from infersize.core.evaluate import MAX_K, Evaluation, Point, Workload, evaluate
-from infersize.core.limits import crossover_batch
+from infersize.core.evaluate import Evaluation, Point
 from infersize.core.methods import method_of
-from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
-from infersize.core.speculative import alpha_for_expected_tokens
-from infersize.core.speedup import SpeedupModel, get_speedup_model
-from infersize.defaults import DEFAULTS
-from infersize.errors import ValueRangeError
-from infersize.service.acceptance import resolve_alpha
 from infersize.service.fit_limits import Ask, fit_limits
-from infersize.service.resolve import Deployment, DeploymentRequest, resolve_deployment
+from infersize.service.request import Prepared, SpecRequest, prepare
+from infersize.service.resolve import Deployment
 from infersize.service.spec_notes import spec_notes
 from infersize.service.spec_result import GpuResult, SpecResult, side_result
 
 
-@dataclass(frozen=True, kw_only=True)
-class SpecRequest:
-    """Everything `infersize spec` is asked, by name. Field names are the flags' names."""
-
-    deployment: DeploymentRequest
-    context_length: int = DEFAULTS.context_length
-    acceptance_rate: float | None = None  # None: published for the pair, else the prior
-    draft_k: int = DEFAULTS.draft_k
-    batch_size: int = DEFAULTS.batch_size
-    speedup_model: str | None = None  # None: default_speedup_model(latency_ratio)
-    latency_ratio: float | None = None
-    max_k: int = DEFAULTS.max_k
-    engine: EngineSettings = field(default_factory=EngineSettings)
-    acceptance_rates: tuple[float, ...] | None = None  # per position, as vLLM logs them
-
-
-def _finite(name: str, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueRangeError(name, f"must be a finite number, got {value}")
-
-
-def _at_least(name: str, value: int, low: int) -> None:
-    if value < low:
-        raise ValueRangeError(name, f"must be at least {low}, got {value}")
-
-
-def validate_request(req: SpecRequest) -> None:
-    """One clear message per mistake, naming the setting."""
-    if req.acceptance_rate is not None:
-        _finite("acceptance_rate", req.acceptance_rate)
-        if not 0.0 <= req.acceptance_rate <= 1.0:
-            raise ValueRangeError(
-                "acceptance_rate", f"must be in [0, 1], got {req.acceptance_rate}"
-            )
-    if req.acceptance_rates is not None:
-        if req.acceptance_rate is not None:
-            raise ValueRangeError(
-                "acceptance_rates", "cannot be given with --acceptance-rate: one or the other"
-            )
-        if problem := profile_problem(req.acceptance_rates):
-            raise ValueRangeError("acceptance_rates", problem)
-    _at_least("draft_k", req.draft_k, 1)
-    if req.max_k > MAX_K:
-        raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
-    if req.max_k < req.draft_k:
-        raise ValueRangeError(
-            "max_k", f"({req.max_k}) must be at least {{draft_k}} ({req.draft_k})"
-        )
-    _at_least("context_length", req.context_length, 1)
-    _at_least("batch_size", req.batch_size, 1)
-    if req.latency_ratio is not None:
-        _finite("latency_ratio", req.latency_ratio)
-        if not 0.01 <= req.latency_ratio <= 1e6:
-            raise ValueRangeError(
-                "latency_ratio", f"must be in [0.01, 1e6] (target step / draft step), got "
-                f"{req.latency_ratio:g}"
-            )  # fmt: skip
-    price = req.deployment.price_usd_per_hour
-    if price is not None:
-        _finite("price_usd_per_hour", price)
-        if price < 0:
-            raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
-
-
-def _speed_fields(
-    req: SpecRequest, dep: Deployment, ev: Evaluation, at_k: Point, fits: bool, alpha: float
-) -> dict[str, Any]:
+def _speed_fields(prepared: Prepared, ev: Evaluation, at_k: Point, fits: bool) -> dict[str, Any]:
     """What only a deployment with a draft has: γ, E, the best K, break-even, crossover."""
+    req = prepared.request
     index = req.draft_k - 1
     best = ev.optimal if bool(ev.fits_any) else None
     break_even = ev.break_even_alpha()
     least = int(np.nanargmin(break_even)) if not np.isnan(break_even).all() else None
-    break_even_e = ev.break_even_expected_tokens() if ev.model.from_expected else None
-    crossover = float(
-        crossover_batch(dep.numbers, dep.engine, req.context_length, alpha, req.draft_k)
-    )
+    break_even_e = ev.break_even_expected_tokens() if ev.model.reads_expected_tokens else None
     return {
         "latency_ratio": _number(at_k.speed.latency_ratio),  # None: drafting is free (n-gram)
         "latency_ratio_source": "given" if req.latency_ratio is not None else "roofline",
@@ -117,7 +41,7 @@ def _speed_fields(
         else _number(np.broadcast_to(break_even_e, ev.speed.speedup.shape)[..., index]),
         "min_break_even_acceptance_rate": None if least is None else _number(break_even[least]),
         "min_break_even_draft_k": None if least is None else int(ev.ks[least]),
-        "crossover_batch_size": None if math.isnan(crossover) else int(crossover),
+        "crossover_batch_size": prepared.crossover_batch(),
     }
 
 
@@ -180,62 +104,11 @@ def _memory_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
 
 
-CONTEXT_STRETCH = 8  # rope scaling (YaRN, linear) rarely stretches a model further
-
-
-def _check_context(context_length: int, dep: Deployment) -> None:
-    """A context far past what the target was built for is a typo, not a deployment."""
-    limit = CONTEXT_STRETCH * dep.target.model.max_position_embeddings
-    if context_length > limit:
-        raise ValueRangeError(
-            "context_length",
-            f"({context_length:,}) is more than {CONTEXT_STRETCH}x {dep.target.model.id}'s "
-            f"max_position_embeddings ({dep.target.model.max_position_embeddings:,}); rope "
-            "scaling rarely stretches a model further",
-        )
-
-
-def _check_draft_k(draft_k: int, dep: Deployment) -> None:
-    """Medusa heads and MLP-speculator stages propose at most one token each."""
-    head = None if dep.draft is None else dep.draft.model
-    if head is not None and head.speculator_heads is not None and draft_k > head.speculator_heads:
-        raise ValueRangeError(
-            "draft_k",
-            f"must be at most {head.speculator_heads}: {head.id} proposes one token per head",
-        )
-
-
-def default_speedup_model(latency_ratio: float | None) -> str:
-    """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
-    prices verification at the batch asked."""
-    if latency_ratio is not None:
-        return DEFAULTS.speedup_model_given_latency_ratio
-    return DEFAULTS.speedup_model
-
-
 def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
-    validate_request(req)
-    engine = configure_engine(req.engine)
-    model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
-    dep = resolve_deployment(req.deployment, catalog, engine)
-    _check_context(req.context_length, dep)
-    _check_draft_k(req.draft_k, dep)
-    alpha, acceptance = (
-        resolve_alpha(req.acceptance_rate, dep, catalog)
-        if req.acceptance_rates is None
-        else (0.0, None)
-    )
-    ks = np.arange(1, req.max_k + 1)
-    rates, alpha = _profile(req, model, alpha)
-    work = Workload(
-        context=req.context_length,
-        batch=req.batch_size,
-        alpha=alpha,
-        ks=ks,
-        latency_ratio=req.latency_ratio,
-        rates=rates,
-    )
-    ev = evaluate(dep.numbers, engine, model, work)
+    prepared = prepare(req, catalog)
+    dep, model, alpha = prepared.deployment, prepared.model, prepared.alpha
+    acceptance = prepared.acceptance
+    ev = prepared.evaluate()
     at_k = ev.at(req.draft_k - 1 if dep.draft else 0)
     memory = _memory_fields(dep, at_k)
     speed: dict[str, Any] = {
@@ -243,7 +116,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         "speedup": 1.0 if memory["fits"] else None,
     }
     if dep.draft is not None:
-        speed = _speed_fields(req, dep, ev, at_k, memory["fits"], alpha)
+        speed = _speed_fields(prepared, ev, at_k, memory["fits"])
     ask = Ask(req.context_length, req.batch_size, req.draft_k if dep.draft else 0)
     price = float(dep.numbers.price_usd_per_hour)
     result = SpecResult(
@@ -266,23 +139,6 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
     notes = (*_lead_notes(req, dep, result, acceptance, alpha), *notes)
     return dataclasses.replace(result, notes=notes)
-
-
-def _profile(req: SpecRequest, model: SpeedupModel, alpha: float) -> tuple[Any, float]:
-    """The per-position rates extended to max_k, and the i.i.d. α with the same mean
-    acceptance length at the K asked (None and α unchanged without a profile)."""
-    if req.acceptance_rates is None:
-        return None, alpha
-    if model.from_expected is None:
-        raise ValueRangeError(
-            "acceptance_rates",
-            f"cannot be used with speedup model {model.name}, which takes one α "
-            "(--acceptance-rate)",
-        )
-    rates = extend_profile(req.acceptance_rates, req.max_k)
-    e_at_k = expected_tokens_profile(rates, [req.draft_k])[0]
-    same_length = alpha_for_expected_tokens(e_at_k, req.draft_k)
-    return rates, float(same_length)
 
 
 def _lead_notes(

@@ -73,34 +73,43 @@ def svg_text(fig: Figure, margins: Mapping[str, float] = REPORT_MARGINS) -> str:
 
 def speedup_vs_k_figure(
     curves: Sequence[KCurve],
-    latency_ratio: float,
+    title: str,
     marked_k: int | None = None,
-    title: str | None = None,
 ) -> Figure:
-    """Leviathan's S(K) for several α at one γ, each curve's optimal K marked."""
+    """S(K) for one or several α, each curve's best fitting K starred; K that do not fit in
+    memory are drawn hollow on a dotted line."""
+    import numpy as np
+
     fig, ax = _new_figure(7, 4.2)
     for curve in curves:
-        (line,) = ax.plot(curve.ks, curve.speedup, marker=".", label=f"α = {curve.alpha:g}")
-        best = (curve.best_k, curve.best_speedup)
-        ax.plot(*best, marker="*", markersize=14, color=line.get_color())
-        ax.annotate(  # above and right of the star: clear of a chosen-K line through it
-            f"K*={curve.best_k}", best, textcoords="offset points", xytext=(7, 5),
-            fontsize=8, ha="left", va="bottom",
-        )  # fmt: skip
+        fits = np.asarray(curve.fits, dtype=bool)
+        ks, speedup = np.asarray(curve.ks), np.asarray(curve.speedup)
+        (line,) = ax.plot(ks[fits], speedup[fits], marker=".", label=f"α = {curve.alpha:g}")
+        if not fits.all():
+            ax.plot(ks, speedup, linestyle=":", color=line.get_color(), alpha=0.6)
+            ax.plot(ks[~fits], speedup[~fits], linestyle="none", marker="o", mfc="none",
+                    color=line.get_color(), label=f"α = {curve.alpha:g}: does not fit")  # fmt: skip
+        if curve.best_k is not None and curve.best_speedup is not None:
+            best = (float(curve.best_k), curve.best_speedup)
+            ax.plot(*best, marker="*", markersize=14, color=line.get_color())
+            ax.annotate(  # above and right of the star: clear of a chosen-K line through it
+                f"K*={curve.best_k}", best, textcoords="offset points", xytext=(7, 5),
+                fontsize=8, ha="left", va="bottom",
+            )  # fmt: skip
     if marked_k is not None:
         ax.axvline(marked_k, color="grey", linestyle=":", label=f"chosen K = {marked_k}")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.margins(y=0.12)  # room above the stars and below the lowest label
     ax.set_xlabel("draft length K")
-    ax.set_ylabel("speedup (Leviathan Theorem 3.8)")
-    ax.set_title(title or f"Speedup vs K at γ = {latency_ratio:.1f} (★ optimal K)")
+    ax.set_ylabel(f"speedup ({curves[0].model.name} model)" if curves else "speedup")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
 
 
 def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
-    """The roofline speedup against batch size: solid where the batch fits in memory, faded
+    """The speedup against batch size: solid where the batch fits in memory, faded
     past the memory limit (marked), and the crossover where speculation stops paying."""
     import numpy as np
 
@@ -121,7 +130,7 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size (sequences)")
-    ax.set_ylabel("speedup (roofline model)")
+    ax.set_ylabel(f"speedup ({curve.model.name} model)")
     ax.set_title(label)
     ax.grid(alpha=0.3)
     return fig

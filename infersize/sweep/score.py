@@ -162,7 +162,8 @@ def score(task: ChunkTask) -> Scored:
         headroom=how.memory_headroom,
         rates=rates,
     )
-    ev = evaluate(dep, engine, get_speedup_model(how.speedup_model), work)
+    model = get_speedup_model(how.speedup_model)
+    ev = evaluate(dep, engine, model, work)
     best = ev.optimal
     shape = best.k.shape  # (S, C, B, A)
     columns = _columns(best, dep)
@@ -172,13 +173,16 @@ def score(task: ChunkTask) -> Scored:
     k = floats(best.k).ravel()
 
     def crossover(picked: IntArray) -> FloatArray:
-        """The smallest batch at which speculation at the row's α and K stops paying
-        (roofline): a ladder of step times per row, so only for rows that reach a table."""
+        """The smallest batch at which speculation at the row's α (or profile) and K stops
+        paying, by the sweep's speedup model: a ladder of evaluations per row, so only for rows
+        that reach a table."""
         s, c, _, a = np.unravel_index(picked, shape)
         context, _, alpha = _grid(task)
+        row_rates = None if rates is None else rates[s, 0, 0, a]
         return crossover_batch(
-            select(dep, s), engine, context.ravel()[c], alpha[s, 0, 0, a], k[picked]
-        )
+            select(dep, s), engine, model, context.ravel()[c], alpha[s, 0, 0, a], k[picked],
+            rates=row_rates,
+        )  # fmt: skip
 
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}
     return Scored(

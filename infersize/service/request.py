@@ -1,0 +1,207 @@
+"""A `spec` request (everything `infersize spec` is asked, by name), checked, and resolved into
+what the evaluation needs: `spec`, its figures and `capacity` start from the same `Prepared`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.catalog.store import Catalog
+from infersize.core.arrays import FloatArray
+from infersize.core.engines import Engine, EngineSettings, configure_engine
+from infersize.core.evaluate import MAX_K, Evaluation, Workload, evaluate
+from infersize.core.limits import crossover_batch
+from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
+from infersize.core.speculative import alpha_for_expected_tokens
+from infersize.core.speedup import SpeedupModel, get_speedup_model
+from infersize.defaults import DEFAULTS
+from infersize.errors import ValueRangeError
+from infersize.service.acceptance import PairAcceptance, resolve_alpha
+from infersize.service.resolve import Deployment, DeploymentRequest, resolve_deployment
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecRequest:
+    """Everything `infersize spec` is asked, by name. Field names are the flags' names."""
+
+    deployment: DeploymentRequest
+    context_length: int = DEFAULTS.context_length
+    acceptance_rate: float | None = None  # None: published for the pair, else the prior
+    draft_k: int = DEFAULTS.draft_k
+    batch_size: int = DEFAULTS.batch_size
+    speedup_model: str | None = None  # None: default_speedup_model(latency_ratio)
+    latency_ratio: float | None = None
+    max_k: int = DEFAULTS.max_k
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    acceptance_rates: tuple[float, ...] | None = None  # per position, as vLLM logs them
+
+
+def _finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueRangeError(name, f"must be a finite number, got {value}")
+
+
+def _at_least(name: str, value: int, low: int) -> None:
+    if value < low:
+        raise ValueRangeError(name, f"must be at least {low}, got {value}")
+
+
+def validate_request(req: SpecRequest) -> None:
+    """One clear message per mistake, naming the setting."""
+    if req.acceptance_rate is not None:
+        _finite("acceptance_rate", req.acceptance_rate)
+        if not 0.0 <= req.acceptance_rate <= 1.0:
+            raise ValueRangeError(
+                "acceptance_rate", f"must be in [0, 1], got {req.acceptance_rate}"
+            )
+    if req.acceptance_rates is not None:
+        if req.acceptance_rate is not None:
+            raise ValueRangeError(
+                "acceptance_rates", "cannot be given with --acceptance-rate: one or the other"
+            )
+        if problem := profile_problem(req.acceptance_rates):
+            raise ValueRangeError("acceptance_rates", problem)
+    _at_least("draft_k", req.draft_k, 1)
+    if req.max_k > MAX_K:
+        raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
+    if req.max_k < req.draft_k:
+        raise ValueRangeError(
+            "max_k", f"({req.max_k}) must be at least {{draft_k}} ({req.draft_k})"
+        )
+    _at_least("context_length", req.context_length, 1)
+    _at_least("batch_size", req.batch_size, 1)
+    if req.latency_ratio is not None:
+        _finite("latency_ratio", req.latency_ratio)
+        if not 0.01 <= req.latency_ratio <= 1e6:
+            raise ValueRangeError(
+                "latency_ratio", f"must be in [0.01, 1e6] (target step / draft step), got "
+                f"{req.latency_ratio:g}"
+            )  # fmt: skip
+    price = req.deployment.price_usd_per_hour
+    if price is not None:
+        _finite("price_usd_per_hour", price)
+        if price < 0:
+            raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
+
+
+CONTEXT_STRETCH = 8  # rope scaling (YaRN, linear) rarely stretches a model further
+
+
+def _check_context(context_length: int, dep: Deployment) -> None:
+    """A context far past what the target was built for is a typo, not a deployment."""
+    limit = CONTEXT_STRETCH * dep.target.model.max_position_embeddings
+    if context_length > limit:
+        raise ValueRangeError(
+            "context_length",
+            f"({context_length:,}) is more than {CONTEXT_STRETCH}x {dep.target.model.id}'s "
+            f"max_position_embeddings ({dep.target.model.max_position_embeddings:,}); rope "
+            "scaling rarely stretches a model further",
+        )
+
+
+def _check_draft_k(draft_k: int, dep: Deployment) -> None:
+    """Medusa heads and MLP-speculator stages propose at most one token each."""
+    head = None if dep.draft is None else dep.draft.model
+    if head is not None and head.speculator_heads is not None and draft_k > head.speculator_heads:
+        raise ValueRangeError(
+            "draft_k",
+            f"must be at most {head.speculator_heads}: {head.id} proposes one token per head",
+        )
+
+
+def default_speedup_model(latency_ratio: float | None) -> str:
+    """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
+    prices verification at the batch asked."""
+    if latency_ratio is not None:
+        return DEFAULTS.speedup_model_given_latency_ratio
+    return DEFAULTS.speedup_model
+
+
+def _profile(
+    req: SpecRequest, model: SpeedupModel, alpha: float
+) -> tuple[FloatArray | None, float]:
+    """The per-position rates extended to max_k, and the i.i.d. α with the same mean
+    acceptance length at the K asked (None and α unchanged without a profile)."""
+    if req.acceptance_rates is None:
+        return None, alpha
+    if not model.reads_expected_tokens:
+        raise ValueRangeError(
+            "acceptance_rates",
+            f"cannot be used with speedup model {model.name}, which takes one α "
+            "(--acceptance-rate)",
+        )
+    rates = extend_profile(req.acceptance_rates, req.max_k)
+    e_at_k = expected_tokens_profile(rates, [req.draft_k])[0]
+    same_length = alpha_for_expected_tokens(e_at_k, req.draft_k)
+    return rates, float(same_length)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """A request checked and resolved: the deployment, its engine and speedup model, and the
+    acceptance it is priced at (α, or a per-position profile with its same-length α)."""
+
+    request: SpecRequest
+    deployment: Deployment
+    engine: Engine
+    model: SpeedupModel
+    alpha: float
+    acceptance: PairAcceptance | None  # where α came from, when the user gave none
+    rates: FloatArray | None  # the per-position profile extended to max_k
+
+    @property
+    def ks(self) -> np.ndarray:
+        return np.arange(1, self.request.max_k + 1)
+
+    def workload(self, batch: ArrayLike | None = None) -> Workload:
+        """The request's cell over K = 1 .. max_k; `batch` replaces its batch size (an array
+        of batch sizes gives one curve per K)."""
+        req = self.request
+        rates = self.rates
+        if rates is not None and batch is not None:
+            rates = rates[None, :]  # the batch axis comes before the positions
+        return Workload(
+            context=req.context_length,
+            batch=req.batch_size if batch is None else batch,
+            alpha=self.alpha,
+            ks=self.ks,
+            latency_ratio=req.latency_ratio,
+            rates=rates,
+        )
+
+    def evaluate(self, batch: ArrayLike | None = None) -> Evaluation:
+        return evaluate(self.deployment.numbers, self.engine, self.model, self.workload(batch))
+
+    def crossover_batch(self) -> int | None:
+        """The first batch at which speculation at the K asked stops paying (this model)."""
+        req = self.request
+        crossover = float(
+            crossover_batch(
+                self.deployment.numbers, self.engine, self.model, req.context_length,
+                self.alpha, req.draft_k, req.latency_ratio, self.rates,
+            )
+        )  # fmt: skip
+        return None if math.isnan(crossover) else int(crossover)
+
+
+def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
+    """Check the request, resolve the deployment and settle the acceptance it is priced at."""
+    validate_request(req)
+    engine = configure_engine(req.engine)
+    model = get_speedup_model(req.speedup_model or default_speedup_model(req.latency_ratio))
+    dep = resolve_deployment(req.deployment, catalog, engine)
+    _check_context(req.context_length, dep)
+    _check_draft_k(req.draft_k, dep)
+    alpha, acceptance = (
+        resolve_alpha(req.acceptance_rate, dep, catalog)
+        if req.acceptance_rates is None
+        else (0.0, None)
+    )
+    rates, alpha = _profile(req, model, alpha)
+    return Prepared(
+        request=req, deployment=dep, engine=engine, model=model, alpha=alpha,
+        acceptance=acceptance, rates=rates,
+    )  # fmt: skip
