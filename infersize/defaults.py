@@ -29,6 +29,12 @@ class Defaults:
     # a sweep's tables name one precision per row, so its precision axes default to the
     # 16-bit format most checkpoints ship in rather than to each checkpoint's own
     sweep_quant: str = "bf16"
+    # capacity: requests simulated per run, the seed of their draws, and the fleet's headroom
+    # (replicas = ceil(headroom × target rate / capacity))
+    capacity_requests: int = 2000
+    seed: int = 0
+    headroom: float = 1.0
+    arrival: str = "poisson"
 
 
 DEFAULTS = Defaults()

@@ -7,7 +7,18 @@ import os
 # entry points, a sixth of `spec`'s start-up on a full environment
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from infersize.cli import alpha, bench, best, catalog, plot, report, spec, sweep
+from infersize.cli import alpha, bench, best, capacity, catalog, plot, report, spec, sweep
 from infersize.cli.app import app
 
-__all__ = ["alpha", "app", "bench", "best", "catalog", "plot", "report", "spec", "sweep"]
+__all__ = [
+    "alpha",
+    "app",
+    "bench",
+    "best",
+    "capacity",
+    "catalog",
+    "plot",
+    "report",
+    "spec",
+    "sweep",
+]

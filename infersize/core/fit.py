@@ -130,7 +130,7 @@ def _pool_side(side: SideNumbers) -> PoolSide:
     )
 
 
-def _all_layers(target: KvLayout, draft: KvLayout | None) -> KvLayout:
+def pool_layout(target: KvLayout, draft: KvLayout | None) -> KvLayout:
     """The layers that draw from the one pool: the target's and the draft's."""
     if draft is None:
         return target
@@ -160,7 +160,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     budget = floats(np.ceil(engine.gpu_memory_utilization * usable))
     weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
     pool = floats(budget - weights - peak - non_torch - graphs)
-    layout = _all_layers(dep.target.kv, None if dep.draft is None else dep.draft.kv)
+    layout = pool_layout(dep.target.kv, None if dep.draft is None else dep.draft.kv)
     capacity = pool_capacity(pool, layout, cells.tokens, profile, engine)
     used = floats(cells.batch * capacity.bytes_per_sequence)
     t_plain = mem.kv_cache_bytes(dep.target.kv, cells.tokens, 1)

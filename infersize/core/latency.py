@@ -1,17 +1,19 @@
-"""Roofline step time of one forward pass of a model on a GPU.
+"""Roofline time of one forward pass of a model on a GPU.
 
-t(B, n, L) = bytes / (bandwidth · mbu) + flops / (peak · mfu) + fixed cost + all-reduce
-  bytes  = weights streamed once per step (at mbu of the bandwidth) + the KV cache read for
-           the context, B · kv(L) (at kv_mbu: attention kernels stream it closer to the peak)
-  flops  = 2 · active params · B · n + attention 4 · layers · q_heads · head_dim · L · B · n
+t(pass) = bytes / (bandwidth · mbu) + flops / (peak · mfu) + fixed cost + all-reduce
+  bytes  = weights streamed once per pass (at mbu of the bandwidth) + the KV cache bytes its
+           attention reads (at kv_mbu: attention kernels stream it closer to the peak)
+  flops  = 2 · active params · T + attention 4 · layers · q_heads · head_dim · A
   fixed  = step overhead + layers · per-layer overhead (launches: what makes tiny drafts slow)
-  TP     = 2 all-reduces per layer of B · n · hidden activations over the interconnect (ring)
-B batch, n new tokens per sequence (1 for decode, K+1 for verification), L context length.
+  TP     = 2 all-reduces per layer of T · hidden activations over the interconnect (ring)
+T the pass's new tokens, A = Σ over them of the tokens each attends to. A decode of B sequences
+of context L with n new tokens each (1 to decode, K+1 to verify) has T = B · n, A = B · n · L and
+reads B · kv(L); an engine step mixes decodes with prefill chunks (core/step.py).
 
 The memory and compute terms add rather than overlap (max): measured decode steps do not overlap
-them. The step-time model fitted to vLLM on H100 for Llama-3.1-8B (MagicDec, arXiv 2408.11049;
-docs/reference/measurements.md) is additive, T = a · KV tokens + b · batch tokens + c, and prices
-verifying 5 tokens at 1.74x a decode step at batch 64, where max() would give about 1.0x.
+them. The step-time model fitted to vLLM on H100 for Llama-3.1-8B (MagicDec, arXiv 2408.11049)
+is additive, T = a · KV tokens + b · batch tokens + c, and prices verifying 5 tokens at 1.74x a
+decode step at batch 64, where max() would give about 1.0x.
 """
 
 from __future__ import annotations
@@ -121,20 +123,39 @@ def step_cost(
     )
 
 
-def step_time_s(
-    cost: StepCost, engine: Engine, batch: ArrayLike, new_tokens: ArrayLike, context: ArrayLike
-) -> FloatArray:
-    """Seconds for one forward pass of `batch` sequences, `new_tokens` each, at `context`."""
-    batch_f = floats(batch)
-    tokens = batch_f * floats(new_tokens)
-    context_f = floats(context)
+@dataclass(frozen=True)
+class PassLoad:
+    """What one forward pass of one model computes: its new tokens (every sequence's), the KV
+    cache bytes its attention reads, and Σ over its new tokens of the tokens each attends to."""
+
+    tokens: Num
+    kv_bytes: Num
+    attended: Num
+
+
+def uniform_load(
+    kv: KvLayout, batch: ArrayLike, new_tokens: ArrayLike, context: ArrayLike
+) -> PassLoad:
+    """`batch` sequences of `context` tokens each computing `new_tokens` new ones."""
+    tokens = floats(batch) * floats(new_tokens)
+    return PassLoad(
+        tokens=tokens,
+        kv_bytes=kv_cache_bytes(kv, context, batch),
+        attended=floats(tokens * floats(context)),
+    )
+
+
+def pass_seconds(cost: StepCost, engine: Engine, load: PassLoad) -> FloatArray:
+    """Seconds for one forward pass of the model `cost` describes, computing `load`."""
+    tokens = floats(load.tokens)
     # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
     touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
     weight_bytes = cost.dense_bytes + cost.expert_bytes * touched
-    kv_bytes = kv_cache_bytes(cost.kv, context_f, batch_f)
-    flops = tokens * (cost.flops_per_token + cost.attn_flops_per_token_ctx * context_f)
+    flops = tokens * cost.flops_per_token + cost.attn_flops_per_token_ctx * floats(load.attended)
     kv_mbu = engine.kv_mbu or engine.mbu
-    t_memory = (weight_bytes / engine.mbu + kv_bytes / kv_mbu) / cost.bandwidth_bytes_per_s
+    t_memory = (
+        weight_bytes / engine.mbu + floats(load.kv_bytes) / kv_mbu
+    ) / cost.bandwidth_bytes_per_s
     t_compute = flops / (cost.peak_flops * engine.mfu)
     t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
     tp = floats(cost.tp)
@@ -142,3 +163,10 @@ def step_time_s(
     ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1
     t_allreduce = np.where(tp > 1, 2.0 * cost.layers * (engine.allreduce_latency_s + ring), 0.0)
     return floats(t_memory + t_compute + t_fixed + t_allreduce)
+
+
+def step_time_s(
+    cost: StepCost, engine: Engine, batch: ArrayLike, new_tokens: ArrayLike, context: ArrayLike
+) -> FloatArray:
+    """Seconds for one forward pass of `batch` sequences, `new_tokens` each, at `context`."""
+    return pass_seconds(cost, engine, uniform_load(cost.kv, batch, new_tokens, context))

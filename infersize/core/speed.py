@@ -10,9 +10,9 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.deployment import SideNumbers
 from infersize.core.engines import Engine
-from infersize.core.latency import step_time_s
 from infersize.core.speculative import expected_tokens
 from infersize.core.speedup import SpeedupModel, StepTimes
+from infersize.core.step import decode_batch, engine_step_seconds
 
 
 @dataclass(frozen=True)
@@ -36,22 +36,24 @@ def step_times(
     k: ArrayLike,
     latency_ratio: ArrayLike | None = None,
 ) -> StepTimes:
-    """T_target(B,1), T_draft(B,1) and T_target(B,K+1); a given γ replaces the modelled draft
-    step, for every speedup model."""
+    """T_target(B,1), T_draft(B,1) and T_target(B,K+1), read from the engine step
+    (core/step.py) of plain decoding and of speculation at K: T_draft is its drafting time per
+    draft token (Medusa's one pass shared by its K tokens; n-gram lookup runs on the CPU, γ
+    infinite). A given γ replaces the modelled draft step, for every speedup model."""
     n_k = floats(k)
-    t_target = step_time_s(target.cost, engine, batch, 1, context)
-    t_verify = step_time_s(target.cost, engine, batch, n_k + 1, context)
+    plain = engine_step_seconds(target, None, engine, decode_batch(target, None, batch, context, 0))
+    spec = engine_step_seconds(
+        target, draft, engine, decode_batch(target, draft, batch, context, n_k)
+    )
+    t_target, t_verify = plain.target, spec.target
     if latency_ratio is None:
-        # one draft pass; Medusa's one pass proposes all K tokens, so each costs 1/K of it;
-        # n-gram lookup runs on the CPU (γ infinite)
-        t_pass = step_time_s(draft.cost, engine, batch, 1, context) * floats(draft.gpu_time)
-        t_draft = floats(np.where(floats(draft.parallel_draft) > 0, t_pass / n_k, t_pass))
+        t_draft = floats(spec.draft / n_k)
         with np.errstate(divide="ignore"):
             gamma = floats(t_target / t_draft)
     else:
         gamma = floats(latency_ratio)
         t_draft = floats(t_target / gamma)
-    return StepTimes(t_target, t_draft, t_verify, gamma)
+    return StepTimes(target=t_target, draft=t_draft, verify=t_verify, latency_ratio=gamma)
 
 
 def deployment_speed(
@@ -83,7 +85,14 @@ def deployment_speed(
 
 def plain_speed(target: SideNumbers, engine: Engine, context: ArrayLike, batch: ArrayLike) -> Speed:
     """The target alone: one token per step, speedup 1."""
-    t_target = step_time_s(target.cost, engine, batch, 1, context)
+    t_target = engine_step_seconds(
+        target, None, engine, decode_batch(target, None, batch, context, 0)
+    ).target
     nan = np.full_like(t_target, np.nan)
     ones = np.ones_like(t_target)
-    return Speed(StepTimes(t_target, nan, t_target, nan), ones, ones, ones)
+    return Speed(
+        times=StepTimes(target=t_target, draft=nan, verify=t_target, latency_ratio=nan),
+        expected_tokens=ones,
+        speedup=ones,
+        step_cost=ones,
+    )

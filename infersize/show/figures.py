@@ -25,13 +25,21 @@ FORMATS = (".png", ".svg")
 
 def _new_figure(width: float, height: float) -> tuple[Figure, Axes]:
     """A figure on the Agg backend (no display needed)."""
+    fig, axes = new_figure_grid(1, 1, width, height)
+    return fig, axes[0]
+
+
+def new_figure_grid(
+    rows: int, columns: int, width: float, height: float
+) -> tuple[Figure, list[Axes]]:
+    """A figure of rows × columns axes on the Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height))
-    return fig, fig.add_subplot()
+    return fig, [fig.add_subplot(rows, columns, i + 1) for i in range(rows * columns)]
 
 
 def _check_out(out: Path) -> None:

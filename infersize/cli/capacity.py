@@ -1,0 +1,188 @@
+"""`infersize capacity`: GPUs for a load at a latency SLA, with and without speculation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from infersize.cli import options as opt
+from infersize.cli.app import app, print_json
+from infersize.defaults import DEFAULTS
+from infersize.errors import InfersizeError
+
+DraftKOrAuto = Annotated[
+    str,
+    typer.Option(
+        "--draft-k",
+        help="K: draft tokens per step, or auto: the K that serves the load best (0: no "
+        "speculation).",
+    ),
+]
+Plot = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Also draw p50/p99 TTFT and TPOT vs request rate (.png, .svg)."),
+]
+
+
+@app.command(
+    epilog="Example: infersize capacity --target llama-3.1-70b --target-quant fp8 --draft "
+    "llama-3.2-1b --gpu h100 --tp 2 --engine vllm --input-tokens 1024 --output-tokens 256 "
+    '--request-rate 2 --sla "ttft:p99<=2000ms;tpot:p99<=50ms" --target-request-rate 20'
+)
+def capacity(
+    target: opt.Target,
+    gpu: opt.Gpu,
+    draft: opt.OptionalDraft = None,
+    method: opt.Method = None,
+    target_quant: opt.TargetQuant = DEFAULTS.target_quant,
+    draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
+    kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
+    tp: opt.Tp = DEFAULTS.tp,
+    engine: opt.Engine = DEFAULTS.engine,
+    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
+    max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
+    max_num_seqs: opt.MaxNumSeqs = None,
+    vllm_sampler: opt.VllmSampler = None,
+    overhead_gib: opt.OverheadGib = None,
+    draft_k: DraftKOrAuto = str(DEFAULTS.draft_k),
+    acceptance_rate: opt.AcceptanceRate = None,
+    acceptance_rates: opt.AcceptanceRates = None,
+    acceptance_length: opt.AcceptanceLength = None,
+    max_k: opt.MaxK = DEFAULTS.max_k,
+    input_tokens: opt.InputTokens = None,
+    output_tokens: opt.OutputTokens = None,
+    lengths: opt.LengthsFile = None,
+    request_rate: opt.RequestRate = None,
+    concurrency: opt.Concurrency = None,
+    arrival: opt.Arrival = DEFAULTS.arrival,
+    sla: opt.Sla = None,
+    target_request_rate: opt.TargetRequestRate = None,
+    headroom: opt.Headroom = DEFAULTS.headroom,
+    requests: opt.Requests = DEFAULTS.capacity_requests,
+    seed: opt.Seed = DEFAULTS.seed,
+    price_usd_per_hour: opt.Price = None,
+    allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
+    plot: Plot = None,
+    catalog: opt.CatalogFiles = None,
+    as_json: opt.Json = False,
+) -> None:
+    """GPUs a load needs at a latency SLA, with and without speculative decoding: both arms
+    served step by step as vLLM V1 schedules them, their p50/p99 TTFT and TPOT at the load, the
+    highest request rate per replica that meets the SLA, and the replicas for a target rate."""
+    from infersize.catalog.store import load_catalog
+    from infersize.service.capacity_result import capacity_json, run_capacity
+
+    request = _capacity_request(locals())
+    catalogs = load_catalog(tuple(catalog or ()))
+    result = run_capacity(request, catalogs)
+    if plot is not None:
+        from infersize.service.capacity_curves import capacity_curves
+        from infersize.show.capacity_figure import capacity_figure
+        from infersize.show.figures import save
+
+        save(capacity_figure(capacity_curves(request, catalogs), result), plot)
+    if as_json:
+        print_json(capacity_json(result))
+        return
+    from infersize.show.capacity_panel import render_capacity
+    from infersize.show.terminal import console
+
+    render_capacity(console(), result)
+
+
+def _capacity_request(options: dict[str, Any]) -> Any:
+    """The CapacityRequest the options describe (one-line errors for what does not go)."""
+    from infersize.core.sla import parse_sla
+    from infersize.core.speculative import alpha_for_expected_tokens
+    from infersize.core.traffic import parse_arrival
+    from infersize.service.capacity import CapacityRequest, Traffic
+
+    if options["draft"] is None and options["method"] is None:
+        raise InfersizeError(
+            "missing option '--draft' (a draft model, a head, or none; or give --method)"
+        )
+    no_draft = options["draft"] is not None and options["draft"].strip().lower() == "none"
+    auto, draft_k = _draft_k(options["draft_k"])
+    inputs, outputs = _lengths(options)
+    alpha = options["acceptance_rate"]
+    if options["acceptance_length"] is not None:
+        if auto:
+            raise InfersizeError(
+                "--acceptance-length is measured at one K: give that K with --draft-k, or turn "
+                "it into α with 'infersize alpha --mean-accepted-tokens E --draft-k K'"
+            )
+        alpha = _alpha_from_length(options["acceptance_length"], draft_k, alpha_for_expected_tokens)
+    spec = opt.spec_request(
+        options
+        | {
+            "draft": None if no_draft else options["draft"],
+            "draft_k": max(draft_k, 1),
+            "max_k": max(options["max_k"], draft_k),
+            "acceptance_rate": alpha,
+            "context_length": max(i + o for i, o in zip(inputs, outputs, strict=True)),
+        }
+    )
+    traffic = Traffic(
+        input_tokens=inputs, output_tokens=outputs, lengths_file=_name(options["lengths"]),
+        request_rate=options["request_rate"], concurrency=options["concurrency"],
+        arrival=parse_arrival(options["arrival"]), requests=options["requests"],
+        seed=options["seed"],
+    )  # fmt: skip
+    return CapacityRequest(
+        spec=spec,
+        draft_k_auto=auto,
+        traffic=traffic,
+        sla=None if options["sla"] is None else parse_sla(options["sla"]),
+        target_request_rate=options["target_request_rate"],
+        headroom=options["headroom"],
+    )
+
+
+def _name(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _draft_k(text: str) -> tuple[bool, int]:
+    """(auto, K) from --draft-k."""
+    if text.strip().lower() == "auto":
+        return True, DEFAULTS.draft_k
+    try:
+        k = int(text)
+    except ValueError:
+        raise InfersizeError(
+            f"--draft-k takes a number of draft tokens or auto, got '{text}'"
+        ) from None
+    if k < 1:
+        raise InfersizeError(f"--draft-k must be at least 1 (or auto), got {k}")
+    return False, k
+
+
+def _lengths(options: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    given = options["input_tokens"] is not None or options["output_tokens"] is not None
+    if options["lengths"] is not None:
+        if given:
+            raise InfersizeError("give --lengths or --input-tokens/--output-tokens, not both")
+        from infersize.sweep.lengths import read_lengths
+
+        return read_lengths(options["lengths"])
+    if options["input_tokens"] is None or options["output_tokens"] is None:
+        raise InfersizeError(
+            "the workload needs --input-tokens and --output-tokens (or --lengths FILE)"
+        )
+    for name in ("input_tokens", "output_tokens"):
+        if options[name] < 1:
+            raise InfersizeError(
+                f"--{name.replace('_', '-')} must be at least 1, got {options[name]}"
+            )
+    return (options["input_tokens"],), (options["output_tokens"],)
+
+
+def _alpha_from_length(length: float, k: int, to_alpha: Any) -> float:
+    if not 1.0 <= length <= k + 1:
+        raise InfersizeError(
+            f"--acceptance-length must be in [1, {k + 1}] at --draft-k {k} (1 + accepted "
+            f"drafts per step), got {length:g}"
+        )
+    return float(to_alpha(length, k))

@@ -1,0 +1,364 @@
+"""A step-by-step simulation of one replica serving a stream of requests, as vLLM V1 schedules
+them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
+
+- every step spends one token budget (max_num_batched_tokens): running decodes first, 1 + K
+  tokens each, then the running prefills' next chunks, then waiting requests in arrival order,
+  each admitted while fewer than max_num_seqs run and the KV pool has room for its first chunk
+  (chunked prefill; a prompt's first token comes out with its last chunk);
+- a decode that finds no room for its next tokens preempts the most recently admitted request,
+  which gives back its KV and waits at the head of the queue to recompute it (recompute
+  preemption, `_preempt_request`); no request is admitted in a step that preempted.
+
+The step's time is the step model's (core/step.py). Between events (an arrival, a completion, a
+prefill, a preemption) every running request decodes, so the loop moves many steps at once: the
+step time is affine in the step index there (contexts grow by each request's mean emission per
+step), so an interval's time is a sum in closed form. Contexts grow at each request's own mean
+rate (its tokens over its drawn steps); which steps a request needs is drawn up front
+(core/traffic.py), so the spread of TPOT comes from acceptance, not from the interpolation.
+
+The loop itself is plain Python over scalars: a few microseconds an event, where numpy's per-call
+cost on arrays of a few hundred would dominate (measured: benchmarks/capacity_bench.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from infersize.core.arrays import FloatArray, IntArray
+from infersize.core.memory import KvLayout
+from infersize.core.step import StepTable
+from infersize.errors import InfersizeError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replica:
+    """One replica as the scheduler sees it."""
+
+    table: StepTable  # the step model at this K
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_bytes: float  # the pool both models' KV caches draw from (per GPU)
+    pool_kv: KvLayout  # bytes per token of every layer drawing from the pool (per GPU)
+    target_kv: KvLayout  # what the target's attention reads per token of context
+    draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
+    lookahead: int  # KV slots reserved per decoding sequence for its drafts (K)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load:
+    """The requests: their lengths, verification steps, and how they arrive."""
+
+    input_tokens: IntArray
+    output_tokens: IntArray
+    steps: IntArray  # steps after the first token (core/traffic.verify_steps)
+    arrivals: FloatArray | None  # open loop: arrival times, non-decreasing
+    concurrency: int | None = None  # closed loop: clients, each sending when its last ends
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What the simulation measured, per request and over the run."""
+
+    arrival: FloatArray
+    admitted: FloatArray  # first admission (the start of the step that began its prefill)
+    first_token: FloatArray
+    finish: FloatArray
+    output_tokens: IntArray
+    running_seconds: float  # ∫ running sequences dt
+    span: float  # first arrival to last finish
+    preemptions: int
+    # the streamed chunks' gaps: per run of steps, its first step's seconds, the change per
+    # step, the steps and the sequences decoding in each (every one gets a chunk a step)
+    itl_first: FloatArray
+    itl_slope: FloatArray
+    itl_steps: IntArray
+    itl_weight: IntArray
+
+
+Layout = tuple[float, float, float, float]  # per token: full, windowed; window; per sequence
+
+
+def _floats(layout: KvLayout | None) -> Layout:
+    """A KV layout as plain floats (no drafter: nothing)."""
+    if layout is None:
+        return (0.0, 0.0, 0.0, 0.0)
+    return (
+        float(layout.full_bytes_per_token),
+        float(layout.window_bytes_per_token),
+        float(layout.window_tokens),
+        float(layout.state_bytes_per_sequence),
+    )
+
+
+def _kv(layout: Layout, context: float) -> float:
+    """KV bytes of one sequence of `context` tokens (core/memory.kv_cache_bytes, one sequence)."""
+    full, window_bytes, window, state = layout
+    return full * context + window_bytes * min(context, window) + state
+
+
+class _Simulation:
+    """The simulation's state; `run()` drives it. Lengths are tokens, KV bytes, times seconds.
+
+    A decoding request i started decoding at step start[i] with start_context[i] tokens and
+    grows by rate[i] tokens a step; it ends with step end[i]. Σ contexts of the decoding
+    requests at step g is context_base + context_rate · g, kept as two running sums."""
+
+    def __init__(self, replica: Replica, load: Load) -> None:
+        self.r = replica
+        self.n = len(load.input_tokens)
+        self.inputs = [int(x) for x in load.input_tokens]
+        self.outputs = [int(x) for x in load.output_tokens]
+        self.steps_left = [int(x) for x in load.steps]
+        pairs = zip(self.outputs, self.steps_left, strict=True)
+        self.rate = [(o - 1) / s if s > 0 else 0.0 for o, s in pairs]
+        self.k = replica.table.draft_k
+        self.t, self.g = 0.0, 0
+        self.waiting: deque[int] = deque()
+        self.prefilling: list[int] = []  # admitted, prompt not yet computed; admission order
+        self.prompt = list(self.inputs)  # tokens to compute before decoding (grows on preemption)
+        self.computed = [0] * self.n
+        self.decoding: dict[int, None] = {}  # ids, in the order they started decoding
+        self.ends: list[tuple[int, int]] = []  # heap of (last step, id); stale entries skipped
+        self.start, self.end = [0] * self.n, [-1] * self.n
+        self.start_context = [0.0] * self.n
+        self.order = [0] * self.n  # admission order: the last admitted is preempted first
+        self.admissions = 0
+        self.context_base = self.context_rate = 0.0
+        self.arrival = [math.nan] * self.n
+        self.admitted = [math.nan] * self.n
+        self.first_token = [math.nan] * self.n
+        self.finish = [math.nan] * self.n
+        self.running_seconds, self.preemptions, self.done = 0.0, 0, 0
+        self.itl: list[tuple[float, float, int, int]] = []
+        self.pool, self.target = _floats(replica.pool_kv), _floats(replica.target_kv)
+        self.draft = _floats(replica.draft_kv)
+        self.capacity = float(replica.kv_capacity_bytes)
+        self.arrivals: deque[tuple[float, int]] = deque()
+        if load.arrivals is not None:
+            self.arrivals.extend((float(a), i) for i, a in enumerate(load.arrivals))
+            self.sent = self.n
+        else:
+            clients = min(int(load.concurrency or 1), self.n)
+            self.arrivals.extend((0.0, i) for i in range(clients))
+            self.sent = clients  # the next request a client sends when its last one ends
+        self._check_fits()
+
+    def _check_fits(self) -> None:
+        longest = max(i + o for i, o in zip(self.inputs, self.outputs, strict=True)) + self.k
+        if _kv(self.pool, float(longest)) > self.capacity:
+            per_token = max(self.pool[0] + self.pool[1], 1e-9)
+            raise InfersizeError(
+                f"a request of {longest:,} tokens (prompt, answer and {self.k} draft slots) does "
+                f"not fit the KV pool ({self.capacity / per_token:,.0f} tokens)"
+            )
+
+    # ---- what the decoding requests hold and read ----
+
+    def _decode_kv(self, layout: Layout, step: int, extra: float = 0.0) -> float:
+        """Σ KV bytes of the decoding requests at `step`, each `extra` tokens longer."""
+        n = len(self.decoding)
+        if n == 0:
+            return 0.0
+        full, window_bytes, window, state = layout
+        total = full * (self.context_base + self.context_rate * step + extra * n) + state * n
+        if window_bytes:
+            total += window_bytes * sum(
+                min(self.start_context[i] + self.rate[i] * (step - self.start[i]) + extra, window)
+                for i in self.decoding
+            )
+        return total
+
+    def _held(self, step: int) -> float:
+        """KV bytes the running requests hold at `step` (decodes with their draft slots)."""
+        held = self._decode_kv(self.pool, step, float(self.r.lookahead))
+        return held + sum(_kv(self.pool, float(self.computed[i])) for i in self.prefilling)
+
+    def _step_seconds(self, step: int, prefill: int = 0, attended: float = 0.0,
+                      prefill_kv: tuple[float, float] = (0.0, 0.0)) -> float:  # fmt: skip
+        contexts = self.context_base + self.context_rate * step if self.decoding else 0.0
+        return self.r.table.seconds(
+            len(self.decoding), prefill, contexts, attended,
+            self._decode_kv(self.target, step) + prefill_kv[0],
+            self._decode_kv(self.draft, step) + prefill_kv[1],
+        )  # fmt: skip
+
+    # ---- requests coming and going ----
+
+    def _arrive(self) -> None:
+        while self.arrivals and self.arrivals[0][0] <= self.t:
+            when, i = self.arrivals.popleft()
+            self.arrival[i] = when
+            self.waiting.append(i)
+
+    def _start_decoding(self, i: int) -> None:
+        """Request i's prompt is in the KV cache: it decodes from the next step on."""
+        self.start[i], self.end[i] = self.g, self.g + self.steps_left[i]
+        self.start_context[i] = float(self.prompt[i])
+        if self.steps_left[i] <= 0:
+            self._finish(i)
+            return
+        self.decoding[i] = None
+        self.context_base += self.start_context[i] - self.rate[i] * self.g
+        self.context_rate += self.rate[i]
+        heapq.heappush(self.ends, (self.end[i], i))
+
+    def _stop_decoding(self, i: int) -> None:
+        del self.decoding[i]
+        self.context_base -= self.start_context[i] - self.rate[i] * self.start[i]
+        self.context_rate -= self.rate[i]
+        if not self.decoding:  # no drift from sums of many floats
+            self.context_base = self.context_rate = 0.0
+
+    def _finish(self, i: int) -> None:
+        self.finish[i] = self.t
+        self.done += 1
+        if self.sent < self.n:  # closed loop: this client sends its next request now
+            self.arrivals.append((self.t, self.sent))
+            self.sent += 1
+
+    def _preempt(self) -> None:
+        """The most recently admitted running request gives back its KV and waits at the head
+        of the queue to recompute its prompt and the tokens it has emitted."""
+        running = [*self.decoding, *self.prefilling]
+        victim = max(running, key=lambda i: self.order[i])
+        self.preemptions += 1
+        if victim in self.decoding:
+            done_steps = self.g - self.start[victim]
+            emitted = self.rate[victim] * done_steps
+            self._stop_decoding(victim)
+            self.steps_left[victim] = self.end[victim] - self.g
+            self.prompt[victim] = round(self.start_context[victim] + emitted)
+        else:
+            self.prefilling.remove(victim)
+        self.computed[victim] = 0
+        self.waiting.appendleft(victim)
+
+    # ---- steps ----
+
+    def _prefill_step(self) -> bool:
+        """One step with prefill chunks (running prefills first, then waiting requests within
+        the budget, max_num_seqs and the pool); False when no chunk could be scheduled."""
+        r = self.r
+        budget = r.max_num_batched_tokens - len(self.decoding) * (1 + self.k)
+        held = self._held(self.g)
+        chunks: list[tuple[int, int]] = []
+        for i in self.prefilling:
+            take = min(self.prompt[i] - self.computed[i], budget)
+            if take <= 0 or held + _kv(self.pool, float(take)) > self.capacity:
+                continue
+            chunks.append((i, take))
+            budget -= take
+            held += _kv(self.pool, float(take)) - self.pool[3]
+        running = len(self.decoding) + len(self.prefilling)
+        while self.waiting and budget > 0 and running < r.max_num_seqs:
+            i = self.waiting[0]
+            take = min(self.prompt[i], budget)
+            if held + _kv(self.pool, float(take)) > self.capacity:
+                break  # the queue waits for KV to free up (first come, first served)
+            self.waiting.popleft()
+            self.prefilling.append(i)
+            self.order[i] = self.admissions
+            self.admissions += 1
+            if math.isnan(self.admitted[i]):
+                self.admitted[i] = self.t
+            chunks.append((i, take))
+            budget -= take
+            held += _kv(self.pool, float(take))
+            running += 1
+        if not chunks:
+            return False
+        tokens = attended = kv_target = kv_draft = 0.0
+        for i, take in chunks:  # a chunk [a, b) attends to a+1 .. b tokens and reads b of KV
+            a, b = self.computed[i], self.computed[i] + take
+            tokens += take
+            attended += (b * (b + 1) - a * (a + 1)) / 2.0
+            kv_target += _kv(self.target, float(b))
+            kv_draft += _kv(self.draft, float(b))
+        seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
+        self._advance(1, seconds, 0.0)
+        for i, take in chunks:
+            self.computed[i] += take
+            if self.computed[i] >= self.prompt[i]:
+                self.prefilling.remove(i)
+                if math.isnan(self.first_token[i]):
+                    self.first_token[i] = self.t
+                self._start_decoding(i)
+        return True
+
+    def _advance(self, steps: int, first: float, slope: float) -> None:
+        """Move `steps` steps of `first` seconds, each `slope` longer than the one before;
+        requests whose last step this was finish."""
+        seconds = steps * first + slope * steps * (steps - 1) / 2.0
+        self.running_seconds += (len(self.decoding) + len(self.prefilling)) * seconds
+        if self.decoding:
+            self.itl.append((first, slope, steps, len(self.decoding)))
+        self.t += seconds
+        self.g += steps
+        while self.ends and self.ends[0][0] <= self.g:
+            end, i = heapq.heappop(self.ends)
+            if i in self.decoding and self.end[i] == end:
+                self._stop_decoding(i)
+                self._finish(i)
+
+    def _decode_run(self) -> None:
+        """Decode only, up to the next event: a completion, an arrival the scheduler could
+        admit, or the step at which the pool runs out (then preempt)."""
+        r = self.r
+        steps = self.ends[0][0] - self.g if self.ends else 1
+        held = self._held(self.g)
+        growth = self._held(self.g + 1) - held
+        room = self.capacity - held
+        if growth > 0:
+            steps = min(steps, int(room // growth))
+        if steps < 1:
+            self._preempt()
+            return
+        first = self._step_seconds(self.g)
+        slope = self._step_seconds(self.g + 1) - first
+        if self.arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
+            steps = min(steps, self._steps_until(self.arrivals[0][0] - self.t, first, slope))
+        self._advance(max(steps, 1), first, slope)
+
+    @staticmethod
+    def _steps_until(wait: float, first: float, slope: float) -> int:
+        """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
+        if wait <= 0:
+            return 1
+        if abs(slope) < 1e-15 * first:
+            return max(1, math.ceil(wait / first))
+        a, b = slope / 2.0, first - slope / 2.0
+        disc = b * b + 4.0 * a * wait
+        n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
+        return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
+
+    def run(self) -> Run:
+        while self.done < self.n:
+            self._arrive()
+            if not (self.decoding or self.prefilling or self.waiting):
+                self.t = max(self.t, self.arrivals[0][0])
+                continue
+            if (self.prefilling or self.waiting) and self._prefill_step():
+                continue
+            if self.decoding:
+                self._decode_run()
+            else:  # prefills alone fill the pool: the last admitted goes back to the queue
+                self._preempt()
+        itl = np.asarray(self.itl, dtype=np.float64).reshape(-1, 4)
+        return Run(
+            arrival=np.asarray(self.arrival), admitted=np.asarray(self.admitted),
+            first_token=np.asarray(self.first_token), finish=np.asarray(self.finish),
+            output_tokens=np.asarray(self.outputs, dtype=np.int64),
+            running_seconds=self.running_seconds, span=max(self.finish) - min(self.arrival),
+            preemptions=self.preemptions, itl_first=itl[:, 0], itl_slope=itl[:, 1],
+            itl_steps=itl[:, 2].astype(np.int64), itl_weight=itl[:, 3].astype(np.int64),
+        )  # fmt: skip
+
+
+def simulate(replica: Replica, load: Load) -> Run:
+    """Serve `load` on `replica`, step by step, until every request has finished."""
+    return _Simulation(replica, load).run()

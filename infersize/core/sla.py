@@ -1,0 +1,80 @@
+"""Latency targets: "ttft:p99<=2000ms;tpot:p99<=50ms", the convention of llm-d's planner and
+BentoML's llm-optimizer (a metric, a statistic over requests, a bound with its unit).
+
+Metrics as `vllm bench serve` reports them (vllm/benchmarks/serve.py, `calculate_metrics`):
+ttft (arrival to first token), tpot ((e2e − ttft) / (output tokens − 1), per request), itl (the
+gaps between streamed chunks, over all requests: with speculation a chunk carries every token a
+step accepted, so ITL and TPOT differ) and e2e (arrival to last token). Statistics: mean, p50,
+p90, p95, p99 (numpy's linear interpolation).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from infersize.errors import ValueRangeError
+
+METRICS = ("ttft", "tpot", "itl", "e2e")
+STATISTICS = ("mean", "p50", "p90", "p95", "p99")
+UNITS = {"ms": 1e-3, "s": 1.0}
+_TERM = re.compile(r"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*([0-9.eE+-]+)\s*([a-z]*)")
+
+
+@dataclass(frozen=True)
+class SlaTerm:
+    metric: str
+    statistic: str
+    limit_s: float
+
+    def __str__(self) -> str:
+        if self.limit_s < 1.0:
+            return f"{self.metric}:{self.statistic}<={self.limit_s * 1e3:g}ms"
+        return f"{self.metric}:{self.statistic}<={self.limit_s:g}s"
+
+
+@dataclass(frozen=True)
+class Sla:
+    terms: tuple[SlaTerm, ...]
+
+    def __str__(self) -> str:
+        return ";".join(str(t) for t in self.terms)
+
+
+def _problem(text: str) -> str:
+    return (
+        f"'{text}' is not a target: write metric:statistic<=limit with a unit, e.g. "
+        "ttft:p99<=2000ms;tpot:p99<=50ms"
+    )
+
+
+def parse_sla(text: str) -> Sla:
+    """Terms separated by ';' (or ','); each metric once."""
+    terms: list[SlaTerm] = []
+    for part in re.split(r"[;,]", text.strip().lower()):
+        part = part.strip()
+        if not part:
+            raise ValueRangeError("sla", f"has an empty term in '{text}'")
+        match = _TERM.fullmatch(part)
+        if match is None:
+            raise ValueRangeError("sla", _problem(part))
+        metric, statistic, _, number, unit = match.groups()
+        if metric not in METRICS:
+            raise ValueRangeError("sla", f"unknown metric '{metric}': choose {', '.join(METRICS)}")
+        if statistic not in STATISTICS:
+            raise ValueRangeError(
+                "sla", f"unknown statistic '{statistic}': choose {', '.join(STATISTICS)}"
+            )
+        if unit not in UNITS:
+            raise ValueRangeError("sla", f"'{part}' needs a unit: ms or s")
+        try:
+            limit = float(number) * UNITS[unit]
+        except ValueError:
+            raise ValueRangeError("sla", _problem(part)) from None
+        if not (math.isfinite(limit) and limit > 0):
+            raise ValueRangeError("sla", f"the limit of '{part}' must be a positive number")
+        if any(t.metric == metric for t in terms):
+            raise ValueRangeError("sla", f"gives {metric} twice")
+        terms.append(SlaTerm(metric, statistic, limit))
+    return Sla(tuple(terms))

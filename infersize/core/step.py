@@ -1,0 +1,188 @@
+"""The step model: the time of one engine step serving a mixed batch. `spec` prices its decode
+step through it, and so do the serving simulator and the mean-field model.
+
+One step of a continuous-batching engine (vLLM V1's scheduler, vllm/v1/core/sched/scheduler.py
+`Scheduler.schedule`) computes, in one forward pass of the target, every running sequence's decode
+tokens (1, or 1 + K with K draft tokens to verify) and the prefill chunks scheduled beside them.
+With speculation the drafter then proposes the next K tokens: its first pass runs over the step's
+new tokens (the prefill chunks' too, which it must see to draft after them), its K − 1 others over
+one token per decoding sequence (vllm/v1/spec_decode: `propose`); Medusa heads propose all K in
+that one pass, n-gram lookup costs no GPU time.
+
+Each pass is priced by the roofline (core/latency.py). The time is affine in the contexts and KV
+bytes at a given token count, which the simulator uses (`StepTable`): a table over token counts
+and the per-byte and per-attended-token slopes, read from the same pass function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import FloatArray, Num, floats
+from infersize.core.deployment import SideNumbers
+from infersize.core.engines import Engine
+from infersize.core.latency import PassLoad, pass_seconds
+from infersize.core.memory import kv_cache_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepBatch:
+    """What one engine step serves; every field broadcasts (arrays over settings or K)."""
+
+    decode_seqs: Num  # sequences decoding this step
+    draft_k: Num  # draft tokens each decoding sequence verifies (0: no speculation)
+    decode_context: Num  # Σ tokens in the KV cache of the decoding sequences
+    prefill_tokens: Num = 0.0  # prompt tokens computed this step (chunked prefill)
+    prefill_attended: Num = 0.0  # Σ over those tokens of the tokens each attends to
+    target_kv_bytes: Num = 0.0  # KV the target's attention reads (decodes and prefills)
+    draft_kv_bytes: Num = 0.0  # KV the drafter's attention reads
+
+
+@dataclass(frozen=True)
+class StepSeconds:
+    target: FloatArray  # the target's pass: decodes, verification and prefill chunks
+    draft: FloatArray  # the drafter's passes (0 without speculation)
+
+    @property
+    def total(self) -> FloatArray:
+        return floats(self.target + self.draft)
+
+
+def decode_batch(
+    target: SideNumbers,
+    draft: SideNumbers | None,
+    batch: ArrayLike,
+    context: ArrayLike,
+    draft_k: ArrayLike,
+) -> StepBatch:
+    """`batch` sequences of `context` tokens each, all decoding: the step `spec` prices."""
+    return StepBatch(
+        decode_seqs=floats(batch),
+        draft_k=floats(draft_k),
+        decode_context=floats(floats(batch) * floats(context)),
+        target_kv_bytes=kv_cache_bytes(target.kv, context, batch),
+        draft_kv_bytes=0.0 if draft is None else kv_cache_bytes(draft.kv, context, batch),
+    )
+
+
+def engine_step_seconds(
+    target: SideNumbers, draft: SideNumbers | None, engine: Engine, batch: StepBatch
+) -> StepSeconds:
+    """Seconds of one engine step: the target's pass over every new token, then the drafter's."""
+    k = floats(batch.draft_k)
+    seqs, prefill = floats(batch.decode_seqs), floats(batch.prefill_tokens)
+    verify = PassLoad(
+        tokens=floats(seqs * (1.0 + k) + prefill),
+        kv_bytes=batch.target_kv_bytes,
+        attended=floats((1.0 + k) * floats(batch.decode_context) + floats(batch.prefill_attended)),
+    )
+    t_target = pass_seconds(target.cost, engine, verify)
+    if draft is None:
+        return StepSeconds(t_target, np.zeros_like(t_target))
+    first = PassLoad(
+        tokens=floats(seqs + prefill),
+        kv_bytes=batch.draft_kv_bytes,
+        attended=floats(floats(batch.decode_context) + floats(batch.prefill_attended)),
+    )
+    later = PassLoad(tokens=seqs, kv_bytes=batch.draft_kv_bytes, attended=batch.decode_context)
+    # the later passes draft for the decoding sequences only (none: no pass)
+    sequential = np.where(floats(draft.parallel_draft) > 0, 0.0, np.maximum(k - 1.0, 0.0))
+    passes_after_first = np.where(seqs > 0, sequential, 0.0)
+    t_draft = pass_seconds(draft.cost, engine, first) + passes_after_first * pass_seconds(
+        draft.cost, engine, later
+    )
+    t_draft = np.where(k > 0, t_draft * floats(draft.gpu_time), 0.0)
+    return StepSeconds(t_target, floats(t_draft))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTable:
+    """`engine_step_seconds` of one deployment at one K as a lookup, for the simulator's inner
+    loop: the time is affine in the contexts and KV bytes at a given token count, so it is the
+    pass times at zero context by token count plus slopes per KV byte and per attended token,
+    each read from `pass_seconds` itself (test: the table equals the step at random batches)."""
+
+    draft_k: int
+    # plain floats: the simulator reads them one step at a time
+    target_by_tokens: tuple[float, ...]  # the target's pass at T new tokens, no context
+    draft_by_tokens: tuple[float, ...]  # one drafter pass at T new tokens (0s without one)
+    target_per_kv_byte: float
+    target_per_attended: float
+    draft_per_kv_byte: float
+    draft_per_attended: float
+    draft_passes_after_first: float  # K - 1, or 0 for Medusa; every pass scaled by gpu time
+    draft_gpu_time: float
+
+    def seconds(
+        self,
+        decode_seqs: int,
+        prefill_tokens: int,
+        decode_context: float,
+        prefill_attended: float,
+        target_kv_bytes: float,
+        draft_kv_bytes: float,
+    ) -> float:
+        """The step's seconds, as engine_step_seconds gives them (plain floats: one step)."""
+        k = self.draft_k
+        target = (
+            self.target_by_tokens[decode_seqs * (1 + k) + prefill_tokens]
+            + self.target_per_kv_byte * target_kv_bytes
+            + self.target_per_attended * ((1 + k) * decode_context + prefill_attended)
+        )
+        if k == 0 or self.draft_gpu_time == 0.0:
+            return float(target)
+        kv = self.draft_per_kv_byte * draft_kv_bytes
+        first = (
+            self.draft_by_tokens[decode_seqs + prefill_tokens]
+            + kv
+            + self.draft_per_attended * (decode_context + prefill_attended)
+        )
+        if decode_seqs == 0:  # the later passes draft for decoding sequences only
+            return float(target + self.draft_gpu_time * first)
+        later = self.draft_by_tokens[decode_seqs] + kv + self.draft_per_attended * decode_context
+        return float(target + self.draft_gpu_time * (first + self.draft_passes_after_first * later))
+
+
+def _pass_table(
+    side: SideNumbers, engine: Engine, max_tokens: int
+) -> tuple[tuple[float, ...], float, float]:
+    """A pass's seconds by token count at no context, and its slopes per KV byte and per
+    attended token (the pass is affine in both)."""
+    tokens = np.arange(max_tokens + 1, dtype=np.float64)
+    by_tokens = pass_seconds(side.cost, engine, PassLoad(tokens=tokens, kv_bytes=0.0, attended=0.0))
+    one = float(pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)))
+    per_gib = float(
+        pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=2**30, attended=0.0))
+    )
+    per_mtok = float(
+        pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=0.0, attended=1e6))
+    )
+    table: tuple[float, ...] = tuple(by_tokens.tolist())
+    return table, (per_gib - one) / 2**30, (per_mtok - one) / 1e6
+
+
+def step_table(
+    target: SideNumbers, draft: SideNumbers | None, engine: Engine, draft_k: int, max_tokens: int
+) -> StepTable:
+    """The table of a deployment at K (`draft` None or K = 0: no speculation) for steps of up
+    to `max_tokens` new target tokens."""
+    t_tokens, t_kv, t_att = _pass_table(target, engine, max_tokens)
+    speculating = draft is not None and draft_k > 0
+    if draft is None or not speculating:
+        zeros = (0.0,) * len(t_tokens)
+        return StepTable(
+            draft_k=0, target_by_tokens=t_tokens, draft_by_tokens=zeros, target_per_kv_byte=t_kv,
+            target_per_attended=t_att, draft_per_kv_byte=0.0, draft_per_attended=0.0,
+            draft_passes_after_first=0.0, draft_gpu_time=0.0,
+        )  # fmt: skip
+    d_tokens, d_kv, d_att = _pass_table(draft, engine, max_tokens)
+    parallel = float(draft.parallel_draft) > 0
+    return StepTable(
+        draft_k=draft_k, target_by_tokens=t_tokens, draft_by_tokens=d_tokens,
+        target_per_kv_byte=t_kv, target_per_attended=t_att, draft_per_kv_byte=d_kv,
+        draft_per_attended=d_att, draft_passes_after_first=0.0 if parallel else draft_k - 1.0,
+        draft_gpu_time=float(draft.gpu_time),
+    )  # fmt: skip

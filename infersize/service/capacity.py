@@ -1,0 +1,253 @@
+"""`infersize capacity`: how many GPUs a load needs at a latency target, with and without
+speculation. A request names the deployment as `spec` does, the traffic and the SLA; each arm
+(plain decoding, and speculation at its K) is a replica the simulator serves (core/simulate.py):
+its metrics at the load asked, the highest request rate whose SLA percentiles hold, and the
+replicas and GPUs a target rate needs at that capacity.
+
+The capacity search: the mean-field model (core/meanfield.py) guesses the rate; the simulator
+brackets it (rates rise or fall by a quarter until the SLA flips) and bisects to 1 %, never past
+the rate a saturated replica sustains (a closed loop of max_num_seqs clients: past it the queue
+grows without end). The same traffic draws serve every probe (common random numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from infersize.catalog.store import Catalog
+from infersize.core.meanfield import Lengths, mean_field
+from infersize.core.metrics import ServingMetrics, metrics, sla_breaches
+from infersize.core.serving import replica as serving_replica
+from infersize.core.simulate import Load, Replica, simulate
+from infersize.core.sla import Sla
+from infersize.core.traffic import Arrival, replay, unit_gaps, verify_steps
+from infersize.defaults import DEFAULTS
+from infersize.errors import InfersizeError, ValueRangeError
+from infersize.service.request import Prepared, SpecRequest, prepare
+
+BISECTION_TOLERANCE = 0.01  # stop when the bracket is within 1 % of its top
+MAX_PROBES = 24
+RATE_STEP = 1.25  # how far a bracketing probe moves the rate
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic:
+    """The requests: lengths (one pair of means, or a trace replayed in order), and the load."""
+
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    lengths_file: str | None = None
+    request_rate: float | None = None  # open loop, requests per second
+    concurrency: int | None = None  # closed loop: clients
+    arrival: Arrival = field(default_factory=Arrival)
+    requests: int = DEFAULTS.capacity_requests
+    seed: int = DEFAULTS.seed
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityRequest:
+    spec: SpecRequest  # the deployment, engine and acceptance, as `spec` takes them
+    draft_k_auto: bool = False  # choose the K that serves the load best (0: no speculation)
+    traffic: Traffic
+    sla: Sla | None = None
+    target_request_rate: float | None = None
+    headroom: float = DEFAULTS.headroom
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arm:
+    """One way of serving: plain decoding (K = 0) or speculation at K."""
+
+    draft_k: int
+    replica: Replica
+    lengths: Lengths
+    steps: np.ndarray  # verification steps of each request after its first token
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capacity:
+    max_request_rate: float  # per replica; 0 when no rate meets the SLA
+    why: str  # what bounds it
+    saturation_request_rate: float  # what the replica sustains at all
+
+
+def validate_traffic(traffic: Traffic) -> None:
+    if (traffic.request_rate is None) == (traffic.concurrency is None):
+        raise ValueRangeError(
+            "request_rate", "or {concurrency} sets the load: give exactly one of them"
+        )
+    if traffic.request_rate is not None and not (
+        math.isfinite(traffic.request_rate) and traffic.request_rate > 0
+    ):
+        raise ValueRangeError(
+            "request_rate", f"must be a positive number, got {traffic.request_rate:g}"
+        )
+    if traffic.concurrency is not None and not 1 <= traffic.concurrency <= 1 << 20:
+        raise ValueRangeError("concurrency", f"must be in 1..{1 << 20}, got {traffic.concurrency}")
+    if not 1 <= traffic.requests <= 1_000_000:
+        raise ValueRangeError("requests", f"must be in 1..1000000, got {traffic.requests}")
+    if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
+        raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
+    if min(traffic.input_tokens) < 1:
+        raise ValueRangeError(
+            "input_tokens", f"must be at least 1, got {min(traffic.input_tokens)}"
+        )
+    if min(traffic.output_tokens) < 1:
+        raise ValueRangeError(
+            "output_tokens", f"must be at least 1, got {min(traffic.output_tokens)}"
+        )
+
+
+def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
+    """Independent, seeded streams: 0 arrivals, 1 + K a K's acceptance draws."""
+    return np.random.default_rng(np.random.SeedSequence([traffic.seed, stream]))
+
+
+def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
+    """r_1..r_K: the profile asked (extended past its end), else α^i (i.i.d. acceptance)."""
+    if draft_k == 0:
+        return ()
+    if prepared.rates is not None:
+        return tuple(float(r) for r in prepared.rates[:draft_k])
+    return tuple(float(prepared.alpha**i) for i in range(1, draft_k + 1))
+
+
+def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
+    n = traffic.requests
+    inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
+    rates = acceptance_rates(prepared, draft_k)
+    steps = verify_steps(_rng(traffic, 1 + draft_k), outputs - 1, rates)
+    lengths = Lengths(
+        input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
+    )
+    numbers = prepared.deployment.numbers
+    return Arm(
+        draft_k=draft_k,
+        replica=serving_replica(numbers, prepared.engine, draft_k),
+        lengths=lengths,
+        steps=steps,
+    )
+
+
+def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
+    """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
+    n = traffic.requests
+    inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
+    if rate is None and traffic.concurrency is not None:
+        arrivals, clients = None, traffic.concurrency
+    else:
+        per_s = rate if rate is not None else float(traffic.request_rate or 0.0)
+        gaps = unit_gaps(_rng(traffic, 0), n, traffic.arrival)
+        arrivals, clients = np.cumsum(gaps) / per_s, None
+    load = Load(
+        input_tokens=inputs, output_tokens=outputs, steps=arm.steps[:n], arrivals=arrivals,
+        concurrency=clients,
+    )  # fmt: skip
+    return metrics(simulate(arm.replica, load))
+
+
+def saturation_rate(arm: Arm, traffic: Traffic) -> float:
+    """Requests per second a replica completes when it is always full: a closed loop of as
+    many clients as it runs sequences at once."""
+    full = Traffic(
+        input_tokens=traffic.input_tokens, output_tokens=traffic.output_tokens,
+        concurrency=arm.replica.max_num_seqs, requests=traffic.requests, seed=traffic.seed,
+    )  # fmt: skip
+    return serve(arm, full).requests_per_s
+
+
+def capacity(arm: Arm, traffic: Traffic, sla: Sla) -> Capacity:
+    """The highest open-loop rate whose SLA holds, within 1 %."""
+    ceiling = saturation_rate(arm, traffic)
+    lone = Traffic(
+        input_tokens=traffic.input_tokens, output_tokens=traffic.output_tokens, concurrency=1,
+        requests=min(traffic.requests, 200), seed=traffic.seed,
+    )  # fmt: skip
+    alone = sla_breaches(serve(arm, lone), sla)
+    if alone:
+        why = f"one request alone already breaks the SLA ({'; '.join(alone)})"
+        return Capacity(max_request_rate=0.0, why=why, saturation_request_rate=ceiling)
+
+    def holds(rate: float) -> bool:
+        return not sla_breaches(serve(arm, traffic, rate), sla)
+
+    guess = min(_mean_field_guess(arm, sla, ceiling), ceiling)
+    low, high = _bracket(holds, guess, ceiling)
+    probes = 0
+    while high - low > BISECTION_TOLERANCE * high and probes < MAX_PROBES:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if holds(middle) else (low, middle)
+        probes += 1
+    why = (
+        f"the replica saturates at {ceiling:.3g} requests/s"
+        if low >= ceiling * (1 - BISECTION_TOLERANCE)
+        else f"{sla} breaks above it"
+    )
+    return Capacity(max_request_rate=low, why=why, saturation_request_rate=ceiling)
+
+
+def _bracket(holds: object, guess: float, ceiling: float) -> tuple[float, float]:
+    """(a rate that holds, one that does not or the ceiling), moving from `guess`."""
+    assert callable(holds)
+    if holds(guess):
+        low = guess
+        while low < ceiling:
+            high = min(low * RATE_STEP, ceiling)
+            if not holds(high):
+                return low, high
+            low = high
+        return ceiling, ceiling
+    high = guess
+    for _ in range(MAX_PROBES):
+        low = high / RATE_STEP
+        if holds(low):
+            return low, high
+        high = low
+    return 0.0, high
+
+
+def _mean_field_guess(arm: Arm, sla: Sla, ceiling: float) -> float:
+    """The highest rate at which the mean-field model meets the SLA (bisection, 1 %)."""
+    low, high = 0.0, ceiling
+    for _ in range(30):
+        middle = (low + high) / 2.0
+        estimate = mean_field(arm.replica, arm.lengths, middle)
+        ok = estimate.sustained and all(
+            _field(estimate, t.metric)[t.statistic] <= t.limit_s for t in sla.terms
+        )
+        low, high = (middle, high) if ok else (low, middle)
+    return max(low, ceiling / 100.0)
+
+
+def _field(estimate: object, metric: str) -> dict[str, float]:
+    value: dict[str, float] = getattr(estimate, f"{metric}_s")
+    return value
+
+
+def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | None:
+    """ceil(headroom × target / capacity); None when no rate meets the SLA."""
+    if capacity_rate <= 0:
+        return None
+    return max(1, math.ceil(headroom * rate / capacity_rate - 1e-12))
+
+
+def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
+    validate_traffic(req.traffic)
+    if req.headroom < 1.0 or not math.isfinite(req.headroom):
+        raise ValueRangeError("headroom", f"must be at least 1, got {req.headroom:g}")
+    if req.target_request_rate is not None and not (
+        math.isfinite(req.target_request_rate) and req.target_request_rate > 0
+    ):
+        raise ValueRangeError(
+            "target_request_rate", f"must be a positive number, got {req.target_request_rate:g}"
+        )
+    prepared = prepare(req.spec, catalog)
+    if prepared.deployment.support.level == "unsupported":
+        raise InfersizeError(
+            f"{prepared.deployment.gpu.name} cannot run this deployment: "
+            f"{prepared.deployment.support.reason}"
+        )
+    return prepared

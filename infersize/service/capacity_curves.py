@@ -1,0 +1,53 @@
+"""Latency against request rate for each arm of a capacity request: what `capacity --plot`
+and `plot capacity` draw, from the same simulator as the capacity search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from infersize.catalog.store import Catalog
+from infersize.core.metrics import ServingMetrics
+from infersize.service.capacity import (
+    CapacityRequest,
+    make_arm,
+    prepare_capacity,
+    saturation_rate,
+    serve,
+)
+from infersize.service.capacity_result import choose_draft_k
+
+LADDER_POINTS = 12
+LOWEST_SHARE = 0.05  # of the busiest arm's saturation rate
+HIGHEST_SHARE = 1.10
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencyCurve:
+    arm: str  # baseline or speculative
+    draft_k: int
+    rates: tuple[float, ...]  # requests per second, open loop
+    measured: tuple[ServingMetrics, ...]
+
+
+def capacity_curves(req: CapacityRequest, catalog: Catalog) -> list[LatencyCurve]:
+    """Each arm served at a ladder of rates up to just past the faster arm's saturation."""
+    prepared = prepare_capacity(req, catalog)
+    arms = [("baseline", make_arm(prepared, req.traffic, 0))]
+    if prepared.deployment.draft is not None:
+        k = choose_draft_k(prepared, req) if req.draft_k_auto else req.spec.draft_k
+        arms.append(("speculative", make_arm(prepared, req.traffic, k)))
+    top = max(saturation_rate(arm, req.traffic) for _, arm in arms)
+    rates = tuple(
+        float(r) for r in np.geomspace(LOWEST_SHARE * top, HIGHEST_SHARE * top, LADDER_POINTS)
+    )
+    return [
+        LatencyCurve(
+            arm=name,
+            draft_k=arm.draft_k,
+            rates=rates,
+            measured=tuple(serve(arm, req.traffic, rate) for rate in rates),
+        )
+        for name, arm in arms
+    ]

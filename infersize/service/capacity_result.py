@@ -1,0 +1,225 @@
+"""The answer of `infersize capacity`: both arms at the load asked, their capacity at the SLA and
+the fleet a target rate needs. Its JSON keys are a stable contract (docs/capacity.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from infersize.catalog.store import Catalog
+from infersize.core.meanfield import mean_field
+from infersize.core.methods import method_of
+from infersize.core.metrics import ServingMetrics, Stats, sla_breaches
+from infersize.service.capacity import (
+    Arm,
+    Capacity,
+    CapacityRequest,
+    capacity,
+    make_arm,
+    prepare_capacity,
+    replicas_for,
+    serve,
+)
+from infersize.service.request import Prepared
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmResult:
+    """One arm: its metrics at the load asked, and its capacity when an SLA is given."""
+
+    draft_k: int
+    ttft_ms: Stats
+    tpot_ms: Stats
+    itl_ms: Stats
+    e2e_latency_s: Stats
+    output_tokens_per_s: float
+    requests_per_s: float
+    mean_running_sequences: float
+    preemptions: int
+    meets_sla: bool | None  # None without an SLA
+    sla_breaches: tuple[str, ...]
+    max_request_rate: float | None
+    max_request_rate_why: str | None
+    saturation_request_rate: float | None
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_pool_tokens: int  # what the pool holds, in tokens of both models' KV
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityResult:
+    target: str
+    draft: str | None
+    method: str | None
+    gpu: str
+    gpu_name: str
+    tp: int
+    engine: str
+    workload: dict[str, Any]
+    sla: str | None
+    acceptance_rate: float | None
+    acceptance_source: str | None
+    baseline: ArmResult
+    speculative: ArmResult | None
+    max_request_rate: dict[str, float | None] | None
+    target_request_rate: float | None
+    headroom: float
+    replicas: dict[str, int | None] | None
+    gpus: dict[str, int | None] | None
+    usd_per_hour: dict[str, float | None] | None
+    speculation_saves_gpus: int | None
+    price_usd_per_hour: float | None
+    notes: tuple[str, ...]
+
+
+def _arm_result(
+    arm: Arm, measured: ServingMetrics, req: CapacityRequest, limit: Capacity | None
+) -> ArmResult:
+    broken = tuple(sla_breaches(measured, req.sla)) if req.sla else ()
+    pool = arm.replica.pool_kv
+    per_token = float(pool.full_bytes_per_token) + float(pool.window_bytes_per_token)
+    return ArmResult(
+        draft_k=arm.draft_k,
+        ttft_ms=measured.ttft_s.scaled(1e3),
+        tpot_ms=measured.tpot_s.scaled(1e3),
+        itl_ms=measured.itl_s.scaled(1e3),
+        e2e_latency_s=measured.e2e_s,
+        output_tokens_per_s=measured.output_tokens_per_s,
+        requests_per_s=measured.requests_per_s,
+        mean_running_sequences=measured.mean_running_sequences,
+        preemptions=measured.preemptions,
+        meets_sla=None if req.sla is None else not broken,
+        sla_breaches=broken,
+        max_request_rate=None if limit is None else limit.max_request_rate,
+        max_request_rate_why=None if limit is None else limit.why,
+        saturation_request_rate=None if limit is None else limit.saturation_request_rate,
+        max_num_seqs=arm.replica.max_num_seqs,
+        max_num_batched_tokens=arm.replica.max_num_batched_tokens,
+        kv_pool_tokens=int(arm.replica.kv_capacity_bytes / max(per_token, 1e-9)),
+    )
+
+
+def choose_draft_k(prepared: Prepared, req: CapacityRequest) -> int:
+    """--draft-k auto: the K (0 = no speculation) the mean-field model rates best at this
+    load (the highest rate meeting the SLA; without one, the lowest mean e2e latency)."""
+    best_k, best = 0, -math.inf
+    for k in range(0, prepared.request.max_k + 1):
+        arm = make_arm(prepared, req.traffic, k)
+        if req.sla is not None:
+            score = capacity_screen(arm, req)
+        else:
+            rate = req.traffic.request_rate or _closed_loop_rate(arm, req)
+            estimate = mean_field(arm.replica, arm.lengths, rate)
+            score = -estimate.e2e_s["mean"] if estimate.sustained else -math.inf
+        if score > best:
+            best_k, best = k, score
+    return best_k
+
+
+def capacity_screen(arm: Arm, req: CapacityRequest) -> float:
+    from infersize.core.meanfield import sustained_rate
+    from infersize.service.capacity import _mean_field_guess
+
+    assert req.sla is not None
+    ceiling = sustained_rate(arm.replica, arm.lengths)
+    return _mean_field_guess(arm, req.sla, ceiling) if ceiling > 0 else 0.0
+
+
+def _closed_loop_rate(arm: Arm, req: CapacityRequest) -> float:
+    """The open-loop rate a closed loop of N clients offers, by Little's law on the mean-field
+    latency at one request at a time (a screen only)."""
+    alone = mean_field(arm.replica, arm.lengths, 1e-6)
+    return float(req.traffic.concurrency or 1) / max(alone.e2e_s["mean"], 1e-9)
+
+
+def _fleet(
+    rate: float | None, limit: float | None, headroom: float, tp: int, price: float
+) -> tuple[int | None, int | None, float | None]:
+    if rate is None or limit is None:
+        return None, None, None
+    replicas = replicas_for(rate, limit, headroom)
+    gpus = None if replicas is None else replicas * tp
+    usd = None if gpus is None or math.isnan(price) else gpus * price
+    return replicas, gpus, usd
+
+
+def run_capacity(req: CapacityRequest, catalog: Catalog) -> CapacityResult:
+    prepared = prepare_capacity(req, catalog)
+    dep = prepared.deployment
+    arms = [make_arm(prepared, req.traffic, 0)]
+    if dep.draft is not None:
+        k = choose_draft_k(prepared, req) if req.draft_k_auto else req.spec.draft_k
+        arms.append(make_arm(prepared, req.traffic, k))
+    results = []
+    for arm in arms:
+        limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
+        results.append(_arm_result(arm, serve(arm, req.traffic), req, limit))
+    return _assemble(prepared, req, results)
+
+
+def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> CapacityResult:
+    dep = prepared.deployment
+    baseline = arms[0]
+    speculative = arms[1] if len(arms) > 1 else None
+    names = ["baseline"] + (["speculative"] if speculative else [])
+    price = float(dep.numbers.price_usd_per_hour)
+    fleets = {
+        name: _fleet(
+            req.target_request_rate, arm.max_request_rate, req.headroom, dep.target.tp, price
+        )
+        for name, arm in zip(names, arms, strict=True)
+    }
+
+    def by_arm(value: Callable[[ArmResult], float | None]) -> dict[str, float | None]:
+        return {name: value(arm) for name, arm in zip(names, arms, strict=True)}
+
+    with_target = req.target_request_rate is not None and req.sla is not None
+    saves = None
+    if with_target and speculative is not None:
+        base_gpus, spec_gpus = fleets["baseline"][1], fleets["speculative"][1]
+        if base_gpus is not None and spec_gpus is not None:
+            saves = base_gpus - spec_gpus
+    traffic = req.traffic
+    workload = {
+        "input_tokens": sum(traffic.input_tokens) / len(traffic.input_tokens),
+        "output_tokens": sum(traffic.output_tokens) / len(traffic.output_tokens),
+        "lengths_file": traffic.lengths_file,
+        "request_rate": traffic.request_rate,
+        "concurrency": traffic.concurrency,
+        "arrival": traffic.arrival.label,
+        "requests": traffic.requests,
+        "seed": traffic.seed,
+    }
+    return CapacityResult(
+        target=dep.target.model.id,
+        draft=None if dep.draft is None else dep.draft.model.id,
+        method=None if dep.draft is None else method_of(dep.draft.model).name,
+        gpu=dep.gpu.id, gpu_name=dep.gpu.name, tp=dep.target.tp, engine=dep.engine.name,
+        workload=workload,
+        sla=None if req.sla is None else str(req.sla),
+        acceptance_rate=prepared.alpha if dep.draft else None,
+        acceptance_source=None if dep.draft is None else (
+            prepared.acceptance.source if prepared.acceptance else "given"
+        ),
+        baseline=baseline, speculative=speculative,
+        max_request_rate=None if req.sla is None else by_arm(lambda a: a.max_request_rate),
+        target_request_rate=req.target_request_rate, headroom=req.headroom,
+        replicas={n: f[0] for n, f in fleets.items()} if with_target else None,
+        gpus={n: f[1] for n, f in fleets.items()} if with_target else None,
+        usd_per_hour={n: f[2] for n, f in fleets.items()} if with_target else None,
+        speculation_saves_gpus=saves,
+        price_usd_per_hour=None if math.isnan(price) else price,
+        notes=(),
+    )  # fmt: skip
+
+
+def capacity_json(result: CapacityResult) -> dict[str, Any]:
+    data = dataclasses.asdict(result)
+    data["notes"] = list(result.notes)
+    for name in ("baseline", "speculative"):
+        if data[name] is not None:
+            data[name]["sla_breaches"] = list(data[name]["sla_breaches"])
+    return data

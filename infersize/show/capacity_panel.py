@@ -1,0 +1,101 @@
+"""The `infersize capacity` panel: the deployment and workload, both arms side by side, and one
+line on whether speculation pays at this load. Reads a CapacityResult; computes nothing."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from infersize.core.metrics import Stats
+from infersize.service.capacity_result import ArmResult, CapacityResult
+
+
+def _ms(stats: Stats, statistic: str) -> str:
+    return f"{stats.get(statistic):,.1f}"
+
+
+def _number(value: float | int | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
+
+
+def _rows(arm: ArmResult) -> list[tuple[str, str]]:
+    return [
+        ("TTFT p50 / p99 (ms)", f"{_ms(arm.ttft_ms, 'p50')} / {_ms(arm.ttft_ms, 'p99')}"),
+        ("TPOT p50 / p99 (ms)", f"{_ms(arm.tpot_ms, 'p50')} / {_ms(arm.tpot_ms, 'p99')}"),
+        ("ITL p50 / p99 (ms)", f"{_ms(arm.itl_ms, 'p50')} / {_ms(arm.itl_ms, 'p99')}"),
+        ("e2e p50 / p99 (s)", f"{arm.e2e_latency_s.p50:,.2f} / {arm.e2e_latency_s.p99:,.2f}"),
+        ("output tokens/s", _number(arm.output_tokens_per_s, 0)),
+        ("requests/s", _number(arm.requests_per_s)),
+        ("mean running sequences", _number(arm.mean_running_sequences, 1)),
+        ("preemptions", _number(arm.preemptions)),
+        ("KV pool (tokens) / max_num_seqs", f"{arm.kv_pool_tokens:,} / {arm.max_num_seqs:,}"),
+    ]
+
+
+def _headline(r: CapacityResult) -> str:
+    """One line: does speculation pay at this load?"""
+    spec, base = r.speculative, r.baseline
+    if spec is None:
+        return "no drafter: the target alone"
+    if spec.draft_k == 0:
+        return "speculation does not pay at this load: the best K is 0 (plain decoding)"
+    faster = spec.tpot_ms.p50 < base.tpot_ms.p50
+    more = r.max_request_rate is not None and (r.max_request_rate["speculative"] or 0.0) >= (
+        r.max_request_rate["baseline"] or 0.0
+    )
+    verdict = "pays" if faster and (r.max_request_rate is None or more) else "does not pay"
+    detail = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
+    if r.max_request_rate is not None:
+        detail += (
+            f"; capacity {_number(r.max_request_rate['speculative'])} vs "
+            f"{_number(r.max_request_rate['baseline'])} requests/s per replica"
+        )
+    return f"speculation {verdict} at this load (K={spec.draft_k}): {detail}"
+
+
+def render_capacity(console: Console, r: CapacityResult) -> None:
+    w = r.workload
+    load = (
+        f"{w['request_rate']:g} requests/s ({w['arrival']})"
+        if w["request_rate"] is not None
+        else f"{w['concurrency']} concurrent clients"
+    )
+    lengths = f"{w['input_tokens']:,.0f} in / {w['output_tokens']:,.0f} out tokens"
+    if w["lengths_file"]:
+        lengths = f"trace {w['lengths_file']} (mean {lengths})"
+    drafter = "" if r.draft is None else f" + {r.draft} ({r.method})"
+    console.print(f"Deployment:  {r.target}{drafter} on {r.gpu_name} × {r.tp} ({r.engine})")
+    console.print(f"Workload:    {lengths}; {load}; {w['requests']:,} requests, seed {w['seed']}")
+    if r.sla:
+        console.print(f"SLA:         {r.sla}")
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("")
+    arms = [("baseline", r.baseline)] + (
+        [] if r.speculative is None else [("speculative", r.speculative)]
+    )
+    for name, arm in arms:
+        table.add_column(f"{name} (K={arm.draft_k})", justify="right")
+    rows = [_rows(arm) for _, arm in arms]
+    for i, (label, _) in enumerate(rows[0]):
+        table.add_row(label, *(row[i][1] for row in rows))
+    if r.sla:
+        table.add_row("meets SLA at this load", *("yes" if a.meets_sla else "no" for _, a in arms))
+        table.add_row("max requests/s per replica", *(_number(a.max_request_rate) for _, a in arms))
+    if r.replicas is not None and r.gpus is not None:
+        table.add_row(
+            f"replicas for {r.target_request_rate:g} req/s",
+            *(_number(r.replicas[n]) for n, _ in arms),
+        )
+        table.add_row("GPUs", *(_number(r.gpus[n]) for n, _ in arms))
+        if r.usd_per_hour is not None and r.price_usd_per_hour is not None:
+            table.add_row("$/hour", *(_number(r.usd_per_hour[n]) for n, _ in arms))
+    console.print(table)
+    console.print(_headline(r))
+    for name, arm in arms:
+        if arm.max_request_rate_why:
+            console.print(f"capacity ({name}): {arm.max_request_rate_why}")
+    for note in r.notes:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
