@@ -12,7 +12,8 @@ import pytest
 
 from infersize.core.engines import EngineSettings
 from infersize.core.metrics import metrics
-from infersize.core.simulate import Load, simulate
+from infersize.core.replica import Load
+from infersize.core.simulate import simulate
 from infersize.core.sla import parse_sla
 from infersize.core.step import StepBatch, engine_step_seconds
 from infersize.service.capacity import (
@@ -157,3 +158,20 @@ def test_the_same_seed_gives_the_same_bytes_and_another_seed_does_not(catalog):
 
     assert repr(run(7)) == repr(run(7))
     assert repr(run(7)) != repr(run(8))
+
+
+@pytest.mark.parametrize(
+    "model", ["llama-3.1-8b", "gemma-2-9b", "qwen3-next-80b-a3b", "gpt-oss-20b"]
+)
+def test_the_simulators_kv_bytes_are_the_memory_models(catalog, model):
+    """Full, sliding-window and linear-attention layers: the plain-float KV of one sequence is
+    core/memory.kv_cache_bytes at batch 1, at contexts below and past the window."""
+    from infersize.core.memory import kv_cache_bytes, kv_layout
+    from infersize.core.replica import layout_floats, sequence_kv_bytes
+
+    layout = kv_layout(catalog.model(model), catalog.kv_dtype("fp16"))
+    for context in (1, 100, 4095, 4096, 5000, 100_000):
+        exact = float(kv_cache_bytes(layout, context, 1))
+        assert sequence_kv_bytes(layout_floats(layout), float(context)) == pytest.approx(
+            exact, abs=1.0
+        )

@@ -1,36 +1,46 @@
 """The mean-field model of a replica under a steady load: fast (a fixed point of a few scalars),
-used to bracket the simulator's capacity search and to screen sweeps. It has means only, and
-percentiles from a stated approximation; docs/capacity.md gives its measured gap to the simulator.
+used to bracket the simulator's capacity search and to screen sweeps. Its means are the model;
+its percentiles a stated approximation (docs/capacity.md gives its measured gap to the simulator).
 
-At arrival rate λ with mean prompt I and answer O tokens, in steady state a step of t seconds
-carries the prompts that arrived during it (λ · I · t prefill tokens) and n decoding sequences.
-Little's law ties n to t: each request decodes for S̄ steps (O − 1 tokens at E a step), so
-n = λ · S̄ · t. The step time is the step model's at (n, λ I t), so t is a fixed point of
-t = step(λ S̄ t, λ I t), found by iteration. There is none, and the rate is beyond what the
-replica sustains, when n passes max_num_seqs, the pool, or the step's token budget.
+At arrival rate λ with mean prompt I and answer O tokens, a request decodes for S̄ steps (O − 1
+tokens at μ a step). With n sequences decoding, a step without prompts takes t_d(n) and each
+prompt it carries adds Δ(n) (the step model at n decodes plus I prefill tokens, less t_d). In
+steady state a step of mean length t carries the λ t prompts that arrived during the one before,
+and a decoding request shares its steps with the n others a random arrival finds (PASTA):
 
-  TPOT = t · S̄ / (O − 1)      TTFT = t / 2 (the step running at arrival) + prefill steps · t
-  percentiles: TTFT_p = (p + prefill steps) · t; TPOT from the spread of a request's steps
-  (a renewal count: var S = (O − 1) · σ² / μ³ for steps emitting μ tokens on average with
-  variance σ²), at the normal quantile.
+  t = t_d(n + 1) + λ t Δ(n + 1),   n = λ S̄ t   (Little's law over the decoding requests)
+
+a fixed point found by iteration. There is none, and the replica cannot keep up, when n passes
+max_num_seqs, the KV pool or the step's token budget.
+
+  TTFT = E[t²] / 2t (the rest of the step running at arrival: the renewal residual) + t_d +
+         Δ (1 + λ t) (its prompt's step, shared with the λ t others that arrived beside it);
+         TTFT_p: a wait of p · t and the others at their Poisson quantile
+  TPOT = (S t_d + N Δ) / (O − 1): S the request's steps (a renewal count, var S = (O − 1) σ² /
+         μ³ for steps emitting μ tokens with variance σ²), N ~ Poisson(λ S̄ t) the prompts
+         arriving while it decodes; its percentiles at the normal quantile of that sum
+  ITL  = t_d, or t_d + Δ in the share λ t of steps that carry a prompt
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import floats
-from infersize.core.memory import KvLayout, kv_cache_bytes
-from infersize.core.simulate import Replica
+from infersize.core.memory import KvLayout
+from infersize.core.replica import Replica, layout_floats, sequence_kv_bytes
 from infersize.core.traffic import emission_probabilities
 
 ITERATIONS = 200
 QUANTILES = {"mean": None, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+# the standard normal's quantiles at those probabilities (Φ⁻¹; statistics.NormalDist().inv_cdf
+# gives the same digits, tested), kept as numbers: importing `statistics` costs start-up time
+NORMAL_QUANTILE = {0.50: 0.0, 0.90: 1.2815515655446004, 0.95: 1.6448536269514722,
+                   0.99: 2.3263478740408408}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +74,7 @@ class Lengths:
 
 
 def _kv(layout: KvLayout | None, context: float, seqs: float) -> float:
-    return 0.0 if layout is None else float(kv_cache_bytes(layout, context, seqs))
+    return 0.0 if layout is None else seqs * sequence_kv_bytes(layout_floats(layout), context)
 
 
 def _step(replica: Replica, lengths: Lengths, decoding: float, prefill: float) -> float:
@@ -90,35 +100,58 @@ def _step(replica: Replica, lengths: Lengths, decoding: float, prefill: float) -
     return seconds[0] * (1.0 - share) + seconds[1] * share
 
 
+def _step_around(replica: Replica, lengths: Lengths, others: float, prefill: float) -> float:
+    """The step a decoding request sees: itself and the others decoding, whose count varies
+    about its mean like a Poisson count; its mean over that spread (a three-point rule: the
+    step is concave in the batch for MoE models, which read more experts as it grows)."""
+    spread = math.sqrt(3.0 * others)
+    points = (max(others - spread, 0.0), others, others + spread)
+    return sum(
+        weight * _step(replica, lengths, 1.0 + n, prefill)
+        for weight, n in zip((1 / 6, 4 / 6, 1 / 6), points, strict=True)
+    )
+
+
 def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     mu, var = lengths.tokens_per_step
     decode_tokens = max(lengths.output_tokens - 1.0, 0.0)
     steps = decode_tokens / mu
     t = _step(replica, lengths, 1.0, 0.0)
     for _ in range(ITERATIONS):
-        n, prefill = rate * steps * t, rate * lengths.input_tokens * t
-        limit = _limit(replica, lengths, n, prefill)
+        n = rate * steps * t
+        limit = _limit(replica, lengths, n, rate * lengths.input_tokens * t)
         if limit:
             return _unsustained(rate, t, n, limit)
-        new = _step(replica, lengths, n, prefill)
-        if abs(new - t) <= 1e-9 * t:
+        t_d = _step_around(replica, lengths, n, 0.0)
+        new = t_d + rate * t * (_step_around(replica, lengths, n, lengths.input_tokens) - t_d)
+        if abs(new - t) <= 1e-7 * t:
             t = new
             break
         t = new
     else:
         return _unsustained(rate, t, rate * steps * t, "the step time does not settle")
     n = rate * steps * t
-    spare = max(replica.max_num_batched_tokens - n * (1 + replica.table.draft_k), 1.0)
-    prefill_steps = math.ceil(lengths.input_tokens / spare)
-    spread = math.sqrt(decode_tokens * var / mu**3) if decode_tokens else 0.0
+    t_d = _step_around(replica, lengths, n, 0.0)
+    delta = _step_around(replica, lengths, n, lengths.input_tokens) - t_d
+    others = rate * t  # prompts sharing a prompt's step
+    # an arrival lands in a step with a chance that grows with the step's length, so its mean
+    # wait is E[t²] / (2 E[t]) (the renewal residual) over steps of t_d and t_d + Δ
+    share = min(others, 1.0)
+    residual = ((1.0 - share) * t_d**2 + share * (t_d + delta) ** 2) / (2.0 * t)
+    spread_steps = decode_tokens * var / mu**3
     ttft, tpot, itl, e2e = {}, {}, {}, {}
     for name, q in QUANTILES.items():
-        wait = 0.5 if q is None else q
-        z = 0.0 if q is None else NormalDist().inv_cdf(q)
-        ttft[name] = (wait + prefill_steps) * t
-        tpot[name] = t * max(steps + z * spread, 0.0) / decode_tokens if decode_tokens else 0.0
-        itl[name] = t
-        e2e[name] = ttft[name] + decode_tokens * tpot[name]
+        z = 0.0 if q is None else NORMAL_QUANTILE[q]
+        wait = residual if q is None else q * t
+        ttft[name] = wait + t_d + delta * (1.0 + max(others + z * math.sqrt(others), 0.0))
+        if decode_tokens:
+            mean = steps * t_d + rate * steps * t * delta
+            sd = math.sqrt(t_d**2 * spread_steps + delta**2 * rate * steps * t)
+            tpot[name] = max(mean + z * sd, 0.0) / decode_tokens
+        else:
+            tpot[name] = 0.0
+        itl[name] = t if q is None else t_d + (delta if q > 1.0 - min(others, 1.0) else 0.0)
+        e2e[name] = ttft["mean"] + decode_tokens * tpot[name]
     return MeanField(
         rate=rate, sustained=True, step_s=t, decoding=n, ttft_s=ttft, tpot_s=tpot, itl_s=itl,
         e2e_s=e2e, limit="",

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray
-from infersize.core.simulate import Run
+from infersize.core.replica import GiveUp, Run
 from infersize.core.sla import Sla
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
@@ -123,3 +123,27 @@ def sla_breaches(measured: ServingMetrics, sla: Sla) -> list[str]:
             name = f"{term.metric}:{term.statistic}"
             broken.append(f"{name} {value * 1e3:,.1f} ms > {term.limit_s * 1e3:,.1f} ms")
     return broken
+
+
+def breaches_allowed(requests: int, statistic: str) -> int | None:
+    """How many of `requests` values may exceed a bound before `statistic` (a percentile, as
+    numpy's linear interpolation computes it) exceeds it whatever the others are: once the
+    value at the interpolation's lower index is over the bound, so is the percentile. None for
+    the mean (any one value can move it)."""
+    if statistic == "mean" or requests == 0:
+        return None
+    position = float(statistic[1:]) / 100.0 * (requests - 1)
+    return requests - int(np.floor(position)) - 1
+
+
+def give_up_rule(sla: Sla, requests: int, answers: int) -> GiveUp | None:
+    """What a run may stop at, for `sla` over `requests` requests of which `answers` have a
+    TPOT (more than one output token). ITL and means are only known at the end."""
+    bounds: dict[str, float | int] = {}
+    for term in sla.terms:
+        counted = answers if term.metric == "tpot" else requests
+        allowed = breaches_allowed(counted, term.statistic)
+        if term.metric in ("ttft", "tpot", "e2e") and allowed is not None:
+            bounds[f"{term.metric}_s"] = term.limit_s
+            bounds[f"{term.metric}_allowed"] = allowed
+    return GiveUp(**bounds) if bounds else None  # type: ignore[arg-type]

@@ -25,80 +25,18 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 
-from infersize.core.arrays import FloatArray, IntArray
-from infersize.core.memory import KvLayout
-from infersize.core.step import StepTable
+from infersize.core.replica import (
+    Layout,
+    Load,
+    Replica,
+    Run,
+    layout_floats,
+    sequence_kv_bytes,
+)
 from infersize.errors import InfersizeError
-
-
-@dataclass(frozen=True, kw_only=True)
-class Replica:
-    """One replica as the scheduler sees it."""
-
-    table: StepTable  # the step model at this K
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    kv_capacity_bytes: float  # the pool both models' KV caches draw from (per GPU)
-    pool_kv: KvLayout  # bytes per token of every layer drawing from the pool (per GPU)
-    target_kv: KvLayout  # what the target's attention reads per token of context
-    draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
-    lookahead: int  # KV slots reserved per decoding sequence for its drafts (K)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Load:
-    """The requests: their lengths, verification steps, and how they arrive."""
-
-    input_tokens: IntArray
-    output_tokens: IntArray
-    steps: IntArray  # steps after the first token (core/traffic.verify_steps)
-    arrivals: FloatArray | None  # open loop: arrival times, non-decreasing
-    concurrency: int | None = None  # closed loop: clients, each sending when its last ends
-
-
-@dataclass(frozen=True, kw_only=True)
-class Run:
-    """What the simulation measured, per request and over the run."""
-
-    arrival: FloatArray
-    admitted: FloatArray  # first admission (the start of the step that began its prefill)
-    first_token: FloatArray
-    finish: FloatArray
-    output_tokens: IntArray
-    running_seconds: float  # ∫ running sequences dt
-    span: float  # first arrival to last finish
-    preemptions: int
-    # the streamed chunks' gaps: per run of steps, its first step's seconds, the change per
-    # step, the steps and the sequences decoding in each (every one gets a chunk a step)
-    itl_first: FloatArray
-    itl_slope: FloatArray
-    itl_steps: IntArray
-    itl_weight: IntArray
-
-
-Layout = tuple[float, float, float, float]  # per token: full, windowed; window; per sequence
-
-
-def _floats(layout: KvLayout | None) -> Layout:
-    """A KV layout as plain floats (no drafter: nothing)."""
-    if layout is None:
-        return (0.0, 0.0, 0.0, 0.0)
-    return (
-        float(layout.full_bytes_per_token),
-        float(layout.window_bytes_per_token),
-        float(layout.window_tokens),
-        float(layout.state_bytes_per_sequence),
-    )
-
-
-def _kv(layout: Layout, context: float) -> float:
-    """KV bytes of one sequence of `context` tokens (core/memory.kv_cache_bytes, one sequence)."""
-    full, window_bytes, window, state = layout
-    return full * context + window_bytes * min(context, window) + state
 
 
 class _Simulation:
@@ -135,9 +73,20 @@ class _Simulation:
         self.finish = [math.nan] * self.n
         self.running_seconds, self.preemptions, self.done = 0.0, 0, 0
         self.itl: list[tuple[float, float, int, int]] = []
-        self.pool, self.target = _floats(replica.pool_kv), _floats(replica.target_kv)
-        self.draft = _floats(replica.draft_kv)
+        self.pool, self.target = layout_floats(replica.pool_kv), layout_floats(replica.target_kv)
+        self.draft = layout_floats(replica.draft_kv)
         self.capacity = float(replica.kv_capacity_bytes)
+        self.give_up, self.gave_up, self.broken = load.give_up, False, [0, 0, 0]
+        self.windowed = any(layout[1] for layout in (self.pool, self.target, self.draft))
+        # without windows an all-decode step is an intercept by count plus a cost per token of
+        # context (the step model is affine in it): read both off the table once
+        self.intercepts: dict[int, float] = {}
+        scale = 1e6  # tokens of context for the slope's difference (exact: affine)
+        table = replica.table
+        self.per_context = (
+            table.seconds(1, 0, scale, 0.0, self.target[0] * scale, self.draft[0] * scale)
+            - table.seconds(1, 0, 0.0, 0.0, 0.0, 0.0)
+        ) / scale
         self.arrivals: deque[tuple[float, int]] = deque()
         if load.arrivals is not None:
             self.arrivals.extend((float(a), i) for i, a in enumerate(load.arrivals))
@@ -150,7 +99,7 @@ class _Simulation:
 
     def _check_fits(self) -> None:
         longest = max(i + o for i, o in zip(self.inputs, self.outputs, strict=True)) + self.k
-        if _kv(self.pool, float(longest)) > self.capacity:
+        if sequence_kv_bytes(self.pool, float(longest)) > self.capacity:
             per_token = max(self.pool[0] + self.pool[1], 1e-9)
             raise InfersizeError(
                 f"a request of {longest:,} tokens (prompt, answer and {self.k} draft slots) does "
@@ -173,10 +122,19 @@ class _Simulation:
             )
         return total
 
+    def _intercept(self, n: int) -> float:
+        """An all-decode step of n sequences at no context (their fixed state included)."""
+        if n not in self.intercepts:
+            t_state, d_state = self.target[3] * n, self.draft[3] * n
+            self.intercepts[n] = self.r.table.seconds(n, 0, 0.0, 0.0, t_state, d_state)
+        return self.intercepts[n]
+
     def _held(self, step: int) -> float:
         """KV bytes the running requests hold at `step` (decodes with their draft slots)."""
         held = self._decode_kv(self.pool, step, float(self.r.lookahead))
-        return held + sum(_kv(self.pool, float(self.computed[i])) for i in self.prefilling)
+        return held + sum(
+            sequence_kv_bytes(self.pool, float(self.computed[i])) for i in self.prefilling
+        )
 
     def _step_seconds(self, step: int, prefill: int = 0, attended: float = 0.0,
                       prefill_kv: tuple[float, float] = (0.0, 0.0)) -> float:  # fmt: skip
@@ -220,6 +178,23 @@ class _Simulation:
         if self.sent < self.n:  # closed loop: this client sends its next request now
             self.arrivals.append((self.t, self.sent))
             self.sent += 1
+        if self.give_up is not None:
+            rule, e2e = self.give_up, self.t - self.arrival[i]
+            output = self.outputs[i]
+            tpot = (self.t - self.first_token[i]) / (output - 1) if output > 1 else 0.0
+            self.broken[1] += tpot > rule.tpot_s
+            self.broken[2] += e2e > rule.e2e_s
+            self._check_give_up()
+
+    def _check_give_up(self) -> None:
+        rule = self.give_up
+        assert rule is not None
+        if (
+            self.broken[0] > rule.ttft_allowed
+            or self.broken[1] > rule.tpot_allowed
+            or self.broken[2] > rule.e2e_allowed
+        ):
+            self.gave_up = True
 
     def _preempt(self) -> None:
         """The most recently admitted running request gives back its KV and waits at the head
@@ -249,16 +224,16 @@ class _Simulation:
         chunks: list[tuple[int, int]] = []
         for i in self.prefilling:
             take = min(self.prompt[i] - self.computed[i], budget)
-            if take <= 0 or held + _kv(self.pool, float(take)) > self.capacity:
+            if take <= 0 or held + sequence_kv_bytes(self.pool, float(take)) > self.capacity:
                 continue
             chunks.append((i, take))
             budget -= take
-            held += _kv(self.pool, float(take)) - self.pool[3]
+            held += sequence_kv_bytes(self.pool, float(take)) - self.pool[3]
         running = len(self.decoding) + len(self.prefilling)
         while self.waiting and budget > 0 and running < r.max_num_seqs:
             i = self.waiting[0]
             take = min(self.prompt[i], budget)
-            if held + _kv(self.pool, float(take)) > self.capacity:
+            if held + sequence_kv_bytes(self.pool, float(take)) > self.capacity:
                 break  # the queue waits for KV to free up (first come, first served)
             self.waiting.popleft()
             self.prefilling.append(i)
@@ -268,7 +243,7 @@ class _Simulation:
                 self.admitted[i] = self.t
             chunks.append((i, take))
             budget -= take
-            held += _kv(self.pool, float(take))
+            held += sequence_kv_bytes(self.pool, float(take))
             running += 1
         if not chunks:
             return False
@@ -277,8 +252,8 @@ class _Simulation:
             a, b = self.computed[i], self.computed[i] + take
             tokens += take
             attended += (b * (b + 1) - a * (a + 1)) / 2.0
-            kv_target += _kv(self.target, float(b))
-            kv_draft += _kv(self.draft, float(b))
+            kv_target += sequence_kv_bytes(self.target, float(b))
+            kv_draft += sequence_kv_bytes(self.draft, float(b))
         seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
         self._advance(1, seconds, 0.0)
         for i, take in chunks:
@@ -287,6 +262,9 @@ class _Simulation:
                 self.prefilling.remove(i)
                 if math.isnan(self.first_token[i]):
                     self.first_token[i] = self.t
+                    if self.give_up is not None:
+                        self.broken[0] += self.t - self.arrival[i] > self.give_up.ttft_s
+                        self._check_give_up()
                 self._start_decoding(i)
         return True
 
@@ -310,16 +288,27 @@ class _Simulation:
         admit, or the step at which the pool runs out (then preempt)."""
         r = self.r
         steps = self.ends[0][0] - self.g if self.ends else 1
-        held = self._held(self.g)
-        growth = self._held(self.g + 1) - held
+        if self.windowed:
+            held = self._held(self.g)
+            growth = self._held(self.g + 1) - held
+            first = self._step_seconds(self.g)
+            slope = self._step_seconds(self.g + 1) - first
+        else:  # every term is linear in Σ contexts: the same numbers, without the sums
+            n, full, state = len(self.decoding), self.pool[0], self.pool[3]
+            context = self.context_base + self.context_rate * self.g
+            held = full * (context + self.k * n) + state * n
+            held += sum(
+                sequence_kv_bytes(self.pool, float(self.computed[i])) for i in self.prefilling
+            )
+            growth = full * self.context_rate
+            first = self._intercept(n) + self.per_context * context
+            slope = self.per_context * self.context_rate
         room = self.capacity - held
         if growth > 0:
             steps = min(steps, int(room // growth))
         if steps < 1:
             self._preempt()
             return
-        first = self._step_seconds(self.g)
-        slope = self._step_seconds(self.g + 1) - first
         if self.arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
             steps = min(steps, self._steps_until(self.arrivals[0][0] - self.t, first, slope))
         self._advance(max(steps, 1), first, slope)
@@ -336,8 +325,14 @@ class _Simulation:
         n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
         return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
 
+    def _span(self) -> float:
+        """First arrival to last finish (0 when a run gave up before any finished)."""
+        finished = [f for f in self.finish if not math.isnan(f)]
+        arrived = [a for a in self.arrival if not math.isnan(a)]
+        return max(finished) - min(arrived) if finished else 0.0
+
     def run(self) -> Run:
-        while self.done < self.n:
+        while self.done < self.n and not self.gave_up:
             self._arrive()
             if not (self.decoding or self.prefilling or self.waiting):
                 self.t = max(self.t, self.arrivals[0][0])
@@ -353,7 +348,8 @@ class _Simulation:
             arrival=np.asarray(self.arrival), admitted=np.asarray(self.admitted),
             first_token=np.asarray(self.first_token), finish=np.asarray(self.finish),
             output_tokens=np.asarray(self.outputs, dtype=np.int64),
-            running_seconds=self.running_seconds, span=max(self.finish) - min(self.arrival),
+            running_seconds=self.running_seconds, gave_up=self.gave_up,
+            span=self._span(),
             preemptions=self.preemptions, itl_first=itl[:, 0], itl_slope=itl[:, 1],
             itl_steps=itl[:, 2].astype(np.int64), itl_weight=itl[:, 3].astype(np.int64),
         )  # fmt: skip

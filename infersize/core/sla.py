@@ -44,7 +44,7 @@ class Sla:
 
 def _problem(text: str) -> str:
     return (
-        f"'{text}' is not a target: write metric:statistic<=limit with a unit, e.g. "
+        f"term '{text}' is not a target: write metric:statistic<=limit with a unit, e.g. "
         "ttft:p99<=2000ms;tpot:p99<=50ms"
     )
 
@@ -61,19 +61,21 @@ def parse_sla(text: str) -> Sla:
             raise ValueRangeError("sla", _problem(part))
         metric, statistic, _, number, unit = match.groups()
         if metric not in METRICS:
-            raise ValueRangeError("sla", f"unknown metric '{metric}': choose {', '.join(METRICS)}")
+            raise ValueRangeError(
+                "sla", f"has an unknown metric '{metric}': choose {', '.join(METRICS)}"
+            )
         if statistic not in STATISTICS:
             raise ValueRangeError(
-                "sla", f"unknown statistic '{statistic}': choose {', '.join(STATISTICS)}"
+                "sla", f"has an unknown statistic '{statistic}': choose {', '.join(STATISTICS)}"
             )
         if unit not in UNITS:
-            raise ValueRangeError("sla", f"'{part}' needs a unit: ms or s")
+            raise ValueRangeError("sla", f"term '{part}' needs a unit: ms or s")
         try:
             limit = float(number) * UNITS[unit]
         except ValueError:
             raise ValueRangeError("sla", _problem(part)) from None
         if not (math.isfinite(limit) and limit > 0):
-            raise ValueRangeError("sla", f"the limit of '{part}' must be a positive number")
+            raise ValueRangeError("sla", f"term '{part}' needs a positive limit")
         if any(t.metric == metric for t in terms):
             raise ValueRangeError("sla", f"gives {metric} twice")
         terms.append(SlaTerm(metric, statistic, limit))

@@ -5,7 +5,7 @@ its metrics at the load asked, the highest request rate whose SLA percentiles ho
 replicas and GPUs a target rate needs at that capacity.
 
 The capacity search: the mean-field model (core/meanfield.py) guesses the rate; the simulator
-brackets it (rates rise or fall by a quarter until the SLA flips) and bisects to 1 %, never past
+brackets it (rates rise or fall by a tenth until the SLA flips) and bisects to 1 %, never past
 the rate a saturated replica sustains (a closed loop of max_num_seqs clients: past it the queue
 grows without end). The same traffic draws serve every probe (common random numbers).
 """
@@ -19,9 +19,10 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.meanfield import Lengths, mean_field
-from infersize.core.metrics import ServingMetrics, metrics, sla_breaches
-from infersize.core.serving import replica as serving_replica
-from infersize.core.simulate import Load, Replica, simulate
+from infersize.core.metrics import ServingMetrics, give_up_rule, metrics, sla_breaches
+from infersize.core.replica import Load, Replica
+from infersize.core.replica import replica as serving_replica
+from infersize.core.simulate import simulate
 from infersize.core.sla import Sla
 from infersize.core.traffic import Arrival, replay, unit_gaps, verify_steps
 from infersize.defaults import DEFAULTS
@@ -30,7 +31,7 @@ from infersize.service.request import Prepared, SpecRequest, prepare
 
 BISECTION_TOLERANCE = 0.01  # stop when the bracket is within 1 % of its top
 MAX_PROBES = 24
-RATE_STEP = 1.25  # how far a bracketing probe moves the rate
+RATE_STEP = 1.1  # how far a bracketing probe moves the rate (the mean-field guess's error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,17 +124,21 @@ def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
     lengths = Lengths(
         input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
     )
-    numbers = prepared.deployment.numbers
-    return Arm(
-        draft_k=draft_k,
-        replica=serving_replica(numbers, prepared.engine, draft_k),
-        lengths=lengths,
-        steps=steps,
-    )
+    dep = prepared.deployment
+    replica = serving_replica(dep.numbers, prepared.engine, draft_k)
+    if replica.kv_capacity_bytes <= 0 or replica.max_num_seqs < 1:
+        models = dep.target.model.id + (
+            f" + {dep.draft.model.id}" if dep.draft is not None and draft_k else ""
+        )
+        raise InfersizeError(
+            f"{models} ({dep.target.fmt.id}) leaves no room for a KV cache on "
+            f"{dep.gpu.name} at tensor parallel {dep.target.tp}: use more GPUs per replica or "
+            "a lighter precision"
+        )
+    return Arm(draft_k=draft_k, replica=replica, lengths=lengths, steps=steps)
 
 
-def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
-    """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
+def _load(arm: Arm, traffic: Traffic, rate: float | None, sla: Sla | None) -> Load:
     n = traffic.requests
     inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
     if rate is None and traffic.concurrency is not None:
@@ -142,11 +147,23 @@ def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetri
         per_s = rate if rate is not None else float(traffic.request_rate or 0.0)
         gaps = unit_gaps(_rng(traffic, 0), n, traffic.arrival)
         arrivals, clients = np.cumsum(gaps) / per_s, None
-    load = Load(
+    give_up = None if sla is None else give_up_rule(sla, n, int((outputs > 1).sum()))
+    return Load(
         input_tokens=inputs, output_tokens=outputs, steps=arm.steps[:n], arrivals=arrivals,
-        concurrency=clients,
+        concurrency=clients, give_up=give_up,
     )  # fmt: skip
-    return metrics(simulate(arm.replica, load))
+
+
+def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
+    """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
+    return metrics(simulate(arm.replica, _load(arm, traffic, rate, None)))
+
+
+def meets(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> bool:
+    """Whether the arm meets `sla` at `rate`: a probe of the capacity search, which stops the
+    run as soon as enough requests break a percentile that no later request can mend it."""
+    run = simulate(arm.replica, _load(arm, traffic, rate, sla))
+    return not run.gave_up and not sla_breaches(metrics(run), sla)
 
 
 def saturation_rate(arm: Arm, traffic: Traffic) -> float:
@@ -172,7 +189,7 @@ def capacity(arm: Arm, traffic: Traffic, sla: Sla) -> Capacity:
         return Capacity(max_request_rate=0.0, why=why, saturation_request_rate=ceiling)
 
     def holds(rate: float) -> bool:
-        return not sla_breaches(serve(arm, traffic, rate), sla)
+        return meets(arm, traffic, rate, sla)
 
     guess = min(_mean_field_guess(arm, sla, ceiling), ceiling)
     low, high = _bracket(holds, guess, ceiling)
@@ -212,7 +229,7 @@ def _bracket(holds: object, guess: float, ceiling: float) -> tuple[float, float]
 def _mean_field_guess(arm: Arm, sla: Sla, ceiling: float) -> float:
     """The highest rate at which the mean-field model meets the SLA (bisection, 1 %)."""
     low, high = 0.0, ceiling
-    for _ in range(30):
+    for _ in range(20):
         middle = (low + high) / 2.0
         estimate = mean_field(arm.replica, arm.lengths, middle)
         ok = estimate.sustained and all(

@@ -212,8 +212,51 @@ def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -
         usd_per_hour={n: f[2] for n, f in fleets.items()} if with_target else None,
         speculation_saves_gpus=saves,
         price_usd_per_hour=None if math.isnan(price) else price,
-        notes=(),
+        notes=_notes(prepared, req, arms),
     )  # fmt: skip
+
+
+def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> tuple[str, ...]:
+    """What the answer rests on: where α came from, the K chosen, the scheduler's limits, what
+    TPOT and ITL mean, requests longer than the model holds."""
+    dep, notes = prepared.deployment, []
+    if dep.draft is not None:
+        if prepared.rates is not None:
+            notes.append(
+                "acceptance per position as given; each step's accepted drafts are drawn from it"
+            )
+        elif prepared.acceptance is not None:
+            notes.append(
+                f"α {prepared.alpha:.3f} is {prepared.acceptance.detail}; each step's accepted "
+                "drafts are drawn from it, position by position"
+            )
+        if req.draft_k_auto:
+            k = arms[1].draft_k
+            choice = "no speculation" if k == 0 else f"K = {k}"
+            notes.append(
+                f"--draft-k auto: {choice} serves this load best by the mean-field model "
+                "(K = 0 is plain decoding)"
+            )
+    base = arms[0]
+    notes.append(
+        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
+        f"{base.max_num_batched_tokens:,}, at most {base.max_num_seqs:,} sequences (vLLM's "
+        "defaults for this GPU unless set), recompute preemption when the KV pool is full"
+    )
+    notes.append(
+        "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "
+        "chunks: with speculation a chunk carries every token a step accepts, so ITL > TPOT"
+    )
+    longest = max(
+        a + b for a, b in zip(req.traffic.input_tokens, req.traffic.output_tokens, strict=True)
+    )
+    limit = dep.target.model.max_position_embeddings
+    if longest > limit:
+        notes.append(
+            f"requests of up to {longest:,} tokens are longer than {dep.target.model.id}'s "
+            f"max_position_embeddings ({limit:,})"
+        )
+    return tuple(notes)
 
 
 def capacity_json(result: CapacityResult) -> dict[str, Any]:

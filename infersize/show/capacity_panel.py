@@ -42,18 +42,23 @@ def _headline(r: CapacityResult) -> str:
         return "no drafter: the target alone"
     if spec.draft_k == 0:
         return "speculation does not pay at this load: the best K is 0 (plain decoding)"
+    tpot = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
     faster = spec.tpot_ms.p50 < base.tpot_ms.p50
-    more = r.max_request_rate is not None and (r.max_request_rate["speculative"] or 0.0) >= (
-        r.max_request_rate["baseline"] or 0.0
-    )
-    verdict = "pays" if faster and (r.max_request_rate is None or more) else "does not pay"
-    detail = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
-    if r.max_request_rate is not None:
-        detail += (
-            f"; capacity {_number(r.max_request_rate['speculative'])} vs "
-            f"{_number(r.max_request_rate['baseline'])} requests/s per replica"
-        )
-    return f"speculation {verdict} at this load (K={spec.draft_k}): {detail}"
+    if r.max_request_rate is None:
+        verdict = "pays" if faster else "does not pay"
+        return f"speculation {verdict} at this load (K={spec.draft_k}): {tpot}"
+    spec_rate = r.max_request_rate["speculative"] or 0.0
+    base_rate = r.max_request_rate["baseline"] or 0.0
+    if spec_rate == base_rate == 0.0:
+        return f"neither arm meets the SLA at any rate (K={spec.draft_k}): {tpot}"
+    capacity = f"capacity {spec_rate:,.2f} vs {base_rate:,.2f} requests/s per replica"
+    if faster and spec_rate >= base_rate:
+        return f"speculation pays (K={spec.draft_k}): {tpot}; {capacity}"
+    if faster:
+        return f"speculation cuts latency but costs capacity (K={spec.draft_k}): {tpot}; {capacity}"
+    if spec_rate > base_rate:
+        return f"speculation adds capacity, not speed (K={spec.draft_k}): {tpot}; {capacity}"
+    return f"speculation does not pay (K={spec.draft_k}): {tpot}; {capacity}"
 
 
 def render_capacity(console: Console, r: CapacityResult) -> None:

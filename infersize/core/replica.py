@@ -1,0 +1,138 @@
+"""A deployment as a serving replica, and what the simulator (core/simulate.py) reads and
+returns: the replica's step model at K, its scheduler limits and the KV pool its sequences
+share (from the same memory model `spec` uses, core/fit.py); the requests; what a run measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from infersize.core.arrays import FloatArray, IntArray
+from infersize.core.deployment import DeploymentNumbers
+from infersize.core.engines import Engine
+from infersize.core.fit import deployment_memory, pool_layout
+from infersize.core.memory import KvLayout
+from infersize.core.step import StepTable, step_table
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replica:
+    """One replica as the scheduler sees it."""
+
+    table: StepTable  # the step model at this K
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_bytes: float  # the pool both models' KV caches draw from (per GPU)
+    pool_kv: KvLayout  # bytes per token of every layer drawing from the pool (per GPU)
+    target_kv: KvLayout  # what the target's attention reads per token of context
+    draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
+    lookahead: int  # KV slots reserved per decoding sequence for its drafts (K)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load:
+    """The requests: their lengths, verification steps, and how they arrive."""
+
+    input_tokens: IntArray
+    output_tokens: IntArray
+    steps: IntArray  # steps after the first token (core/traffic.verify_steps)
+    arrivals: FloatArray | None  # open loop: arrival times, non-decreasing
+    concurrency: int | None = None  # closed loop: clients, each sending when its last ends
+    give_up: GiveUp | None = None  # stop as soon as the run can no longer meet a target
+
+
+@dataclass(frozen=True, kw_only=True)
+class GiveUp:
+    """Per-request latency bounds (seconds; inf: none) and how many requests may break each
+    before its statistic is broken whatever the rest do (core/metrics.breaches_allowed)."""
+
+    ttft_s: float = math.inf
+    tpot_s: float = math.inf
+    e2e_s: float = math.inf
+    ttft_allowed: int = 0
+    tpot_allowed: int = 0
+    e2e_allowed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What the simulation measured, per request and over the run."""
+
+    arrival: FloatArray
+    admitted: FloatArray  # first admission (the start of the step that began its prefill)
+    first_token: FloatArray
+    finish: FloatArray
+    output_tokens: IntArray
+    running_seconds: float  # ∫ running sequences dt
+    span: float  # first arrival to last finish
+    preemptions: int
+    # the streamed chunks' gaps: per run of steps, its first step's seconds, the change per
+    # step, the steps and the sequences decoding in each (every one gets a chunk a step)
+    itl_first: FloatArray
+    itl_slope: FloatArray
+    itl_steps: IntArray
+    itl_weight: IntArray
+    gave_up: bool = False  # stopped early: a GiveUp bound was broken by too many requests
+
+
+Layout = tuple[float, float, float, float]  # per token: full, windowed; window; per sequence
+
+
+def layout_floats(layout: KvLayout | None) -> Layout:
+    """A KV layout as plain floats (no drafter: nothing)."""
+    if layout is None:
+        return (0.0, 0.0, 0.0, 0.0)
+    return (
+        float(layout.full_bytes_per_token),
+        float(layout.window_bytes_per_token),
+        float(layout.window_tokens),
+        float(layout.state_bytes_per_sequence),
+    )
+
+
+def sequence_kv_bytes(layout: Layout, context: float) -> float:
+    """KV bytes of one sequence of `context` tokens: core/memory.kv_cache_bytes in plain floats,
+    for the simulator's inner loop (tests/test_simulate.py holds the two equal)."""
+    full, window_bytes, window, state = layout
+    return full * context + window_bytes * min(context, window) + state
+
+
+def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
+    """The deployment an arm runs: with its drafter at K ≥ 1, else the target alone (K = 0 is
+    plain decoding: the drafter is not loaded, so its memory goes to the pool)."""
+    if dep.draft is None or draft_k > 0:
+        return dep
+    return dataclasses.replace(dep, draft=None)
+
+
+def kv_capacity_bytes(dep: DeploymentNumbers, engine: Engine, draft_k: int, seqs: int) -> float:
+    """Per GPU, what the sequences' KV caches may fill: the pool an engine pre-allocates
+    (vLLM), else the budget less weights, overhead and the workspace of `seqs` sequences
+    (with the KV of their one-token contexts given back)."""
+    memory = deployment_memory(dep, engine, 1, seqs, draft_k)
+    if memory.pool is not None:
+        return float(memory.pool.kv_pool)
+    fixed = memory.combined - memory.target_kv - memory.draft_kv
+    return float(memory.budget - fixed)
+
+
+def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int) -> Replica:
+    """`dep` serving at K drafts a step (0: without speculation). Every decoding sequence
+    schedules 1 + K tokens of the step's budget, so at most budget // (1 + K) decode at once."""
+    numbers = arm_numbers(dep, draft_k)
+    k = draft_k if numbers.draft is not None else 0
+    budget = int(numbers.profile_tokens)
+    seqs = min(int(numbers.profile_seqs), budget // (1 + k))
+    draft = numbers.draft
+    return Replica(
+        table=step_table(numbers.target, draft, engine, k, seqs * (1 + k) + budget),
+        max_num_seqs=seqs,
+        max_num_batched_tokens=budget,
+        kv_capacity_bytes=kv_capacity_bytes(numbers, engine, k, seqs),
+        pool_kv=pool_layout(numbers.target.kv, None if draft is None else draft.kv),
+        target_kv=numbers.target.kv,
+        draft_kv=None if draft is None else draft.kv,
+        lookahead=k,
+    )
