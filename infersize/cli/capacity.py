@@ -82,7 +82,8 @@ def capacity(
         from infersize.show.capacity_figure import capacity_figure
         from infersize.show.figures import save
 
-        save(capacity_figure(capacity_curves(request, catalogs), result), plot)
+        k = None if result.speculative is None else result.speculative.draft_k
+        save(capacity_figure(capacity_curves(request, catalogs, k), result), plot)
     if as_json:
         print_json(capacity_json(result))
         return

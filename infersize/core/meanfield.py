@@ -112,24 +112,67 @@ def _step_around(replica: Replica, lengths: Lengths, others: float, prefill: flo
     )
 
 
+def _longest_step(
+    replica: Replica, lengths: Lengths, rate: float, steps: float
+) -> tuple[float, str]:
+    """The longest mean step within the replica's limits at `rate`, and the limit that sets it:
+    n = λ S̄ t sequences decode, λ I t prompt tokens arrive a step, and each sequence holds its
+    prompt, half its answer and K draft slots of KV."""
+    k = replica.table.draft_k
+    per_seq = sequence_kv_bytes(
+        layout_floats(replica.pool_kv), lengths.input_tokens + lengths.output_tokens / 2.0 + k
+    )
+    bounds = {
+        f"max_num_seqs ({replica.max_num_seqs})": replica.max_num_seqs / (rate * steps),
+        f"the step's token budget ({replica.max_num_batched_tokens})": (
+            replica.max_num_batched_tokens / (rate * (steps * (1 + k) + lengths.input_tokens))
+        ),
+        "the KV pool": replica.kv_capacity_bytes / (max(per_seq, 1e-9) * rate * steps),
+    }
+    limit = min(bounds, key=lambda name: bounds[name])
+    return bounds[limit], limit
+
+
+def _mean_step(replica: Replica, lengths: Lengths, rate: float, steps: float, t: float) -> float:
+    """f(t) = t_d(n) + λ t Δ(n) at n = λ S̄ t: the mean step the load makes of a step t."""
+    n = rate * steps * t
+    t_d = _step_around(replica, lengths, n, 0.0)
+    return t_d + rate * t * (_step_around(replica, lengths, n, lengths.input_tokens) - t_d)
+
+
+def _fixed_point(
+    replica: Replica, lengths: Lengths, rate: float, steps: float
+) -> tuple[float, str]:
+    """t = f(t) (f rises with t), bracketed by 0 and the longest step the limits allow; (t, '')
+    or, when f(longest) > longest, no fixed point within the limits: (longest, the limit)."""
+    high, limit = _longest_step(replica, lengths, rate, steps)
+    g_high = _mean_step(replica, lengths, rate, steps, high) - high
+    if g_high > 0:
+        return high, limit
+    low = 0.0
+    g_low = _mean_step(replica, lengths, rate, steps, low) - low
+    side = 0
+    for _ in range(ITERATIONS):  # false position, Illinois variant
+        t = (low * g_high - high * g_low) / (g_high - g_low)
+        g = _mean_step(replica, lengths, rate, steps, t) - t
+        if abs(g) <= 1e-9 * t or high - low <= 1e-12:
+            return t, ""
+        if g > 0:
+            low, g_low = t, g
+            g_high, side = (g_high / 2.0, side) if side == 1 else (g_high, 1)
+        else:
+            high, g_high = t, g
+            g_low, side = (g_low / 2.0, side) if side == -1 else (g_low, -1)
+    return (low + high) / 2.0, ""
+
+
 def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     mu, var = lengths.tokens_per_step
     decode_tokens = max(lengths.output_tokens - 1.0, 0.0)
-    steps = decode_tokens / mu
-    t = _step(replica, lengths, 1.0, 0.0)
-    for _ in range(ITERATIONS):
-        n = rate * steps * t
-        limit = _limit(replica, lengths, n, rate * lengths.input_tokens * t)
-        if limit:
-            return _unsustained(rate, t, n, limit)
-        t_d = _step_around(replica, lengths, n, 0.0)
-        new = t_d + rate * t * (_step_around(replica, lengths, n, lengths.input_tokens) - t_d)
-        if abs(new - t) <= 1e-7 * t:
-            t = new
-            break
-        t = new
-    else:
-        return _unsustained(rate, t, rate * steps * t, "the step time does not settle")
+    steps = max(decode_tokens / mu, 1e-9)
+    t, limit = _fixed_point(replica, lengths, rate, steps)
+    if limit:
+        return _unsustained(rate, t, rate * steps * t, limit)
     n = rate * steps * t
     t_d = _step_around(replica, lengths, n, 0.0)
     delta = _step_around(replica, lengths, n, lengths.input_tokens) - t_d
@@ -158,19 +201,6 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     )  # fmt: skip
 
 
-def _limit(replica: Replica, lengths: Lengths, decoding: float, prefill: float) -> str:
-    """What the replica runs out of with `decoding` sequences and `prefill` tokens a step."""
-    k = replica.table.draft_k
-    if decoding > replica.max_num_seqs:
-        return f"max_num_seqs ({replica.max_num_seqs})"
-    if decoding * (1 + k) + prefill > replica.max_num_batched_tokens:
-        return f"the step's token budget ({replica.max_num_batched_tokens})"
-    per_seq = lengths.input_tokens + lengths.output_tokens / 2.0 + k
-    if _kv(replica.pool_kv, per_seq, decoding) > replica.kv_capacity_bytes:
-        return "the KV pool"
-    return ""
-
-
 def _unsustained(rate: float, step_s: float, decoding: float, limit: str) -> MeanField:
     inf = dict.fromkeys(QUANTILES, math.inf)
     return MeanField(
@@ -179,16 +209,21 @@ def _unsustained(rate: float, step_s: float, decoding: float, limit: str) -> Mea
     )  # fmt: skip
 
 
-def sustained_rate(replica: Replica, lengths: Lengths, high: float = 1e5) -> float:
-    """The highest rate the mean-field model keeps up with (bisection, 0.1 %)."""
-    low = 0.0
-    if not mean_field(replica, lengths, 1e-9).sustained:
-        return 0.0
+def sustained_rate(replica: Replica, lengths: Lengths) -> float:
+    """The highest rate with a fixed point within the replica's limits (bisection, 0.1 %):
+    one evaluation of f at the longest step allowed decides each rate."""
+    mu, _ = lengths.tokens_per_step
+    steps = max((lengths.output_tokens - 1.0) / mu, 1e-9)
+    alone = _step(replica, lengths, 1.0, 0.0)  # no step is shorter: a first bound on λ
+    low, high = 0.0, replica.max_num_seqs / (steps * alone)
+
+    def keeps_up(rate: float) -> bool:
+        longest, _ = _longest_step(replica, lengths, rate, steps)
+        return _mean_step(replica, lengths, rate, steps, longest) <= longest
+
     while high - low > 1e-3 * high:
         middle = (low + high) / 2.0
-        low, high = (
-            (middle, high) if mean_field(replica, lengths, middle).sustained else (low, middle)
-        )
+        low, high = (middle, high) if keeps_up(middle) else (low, middle)
     return low
 
 

@@ -13,12 +13,14 @@ grows without end). The same traffic draws serve every probe (common random numb
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from infersize.catalog.store import Catalog
-from infersize.core.meanfield import Lengths, mean_field
+from infersize.core.meanfield import Lengths, mean_field, sustained_rate
 from infersize.core.metrics import ServingMetrics, give_up_rule, metrics, sla_breaches
 from infersize.core.replica import Load, Replica
 from infersize.core.replica import replica as serving_replica
@@ -65,7 +67,16 @@ class Arm:
     draft_k: int
     replica: Replica
     lengths: Lengths
-    steps: np.ndarray  # verification steps of each request after its first token
+    traffic: Traffic
+    rates: tuple[float, ...]  # r_1..r_K the steps are drawn from
+
+    @cached_property
+    def steps(self) -> np.ndarray:
+        """Verification steps of each request after its first token (drawn when first asked:
+        the mean-field screen needs none)."""
+        n = self.traffic.requests
+        outputs = replay(self.traffic.output_tokens, n)
+        return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,7 +131,6 @@ def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
     n = traffic.requests
     inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
     rates = acceptance_rates(prepared, draft_k)
-    steps = verify_steps(_rng(traffic, 1 + draft_k), outputs - 1, rates)
     lengths = Lengths(
         input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
     )
@@ -135,7 +145,7 @@ def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
             f"{dep.gpu.name} at tensor parallel {dep.target.tp}: use more GPUs per replica or "
             "a lighter precision"
         )
-    return Arm(draft_k=draft_k, replica=replica, lengths=lengths, steps=steps)
+    return Arm(draft_k=draft_k, replica=replica, lengths=lengths, traffic=traffic, rates=rates)
 
 
 def _load(arm: Arm, traffic: Traffic, rate: float | None, sla: Sla | None) -> Load:
@@ -242,6 +252,43 @@ def _mean_field_guess(arm: Arm, sla: Sla, ceiling: float) -> float:
 def _field(estimate: object, metric: str) -> dict[str, float]:
     value: dict[str, float] = getattr(estimate, f"{metric}_s")
     return value
+
+
+SCREEN_FINALISTS = 2  # the K the mean-field screen passes on to the simulator
+
+
+def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
+    """The mean-field model's view of an arm (higher is better): with an SLA the highest rate
+    meeting it, else minus the mean e2e latency at the load (a closed loop of N clients as the
+    rate N / e2e of one request alone)."""
+    if sla is not None:
+        ceiling = sustained_rate(arm.replica, arm.lengths)
+        return _mean_field_guess(arm, sla, ceiling) if ceiling > 0 else 0.0
+    rate = traffic.request_rate
+    if rate is None:
+        alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s["mean"]
+        rate = float(traffic.concurrency or 1) / max(alone, 1e-9)
+    estimate = mean_field(arm.replica, arm.lengths, rate)
+    return -estimate.e2e_s["mean"] if estimate.sustained else -math.inf
+
+
+def simulated_score(limit: Capacity | None, measured: ServingMetrics) -> float:
+    """The simulator's view of an arm, as screen_score's."""
+    return limit.max_request_rate if limit is not None else -measured.e2e_s.mean
+
+
+def choose_draft_k(
+    prepared: Prepared, req: CapacityRequest, simulated: Callable[[int], float]
+) -> int:
+    """The K that serves the load best: the mean-field model screens K = 1 .. max_k, the
+    simulator decides between its two best and plain decoding (K = 0, also when speculation
+    does not pay); ties go to the smaller K."""
+    screened = {
+        k: screen_score(make_arm(prepared, req.traffic, k), req.traffic, req.sla)
+        for k in range(1, prepared.request.max_k + 1)
+    }
+    finalists = sorted(sorted(screened, key=lambda k: -screened[k])[:SCREEN_FINALISTS])
+    return max([0, *finalists], key=simulated)
 
 
 def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | None:

@@ -16,7 +16,6 @@ from infersize.service.capacity import (
     saturation_rate,
     serve,
 )
-from infersize.service.capacity_result import choose_draft_k
 
 LADDER_POINTS = 12
 LOWEST_SHARE = 0.05  # of the busiest arm's saturation rate
@@ -31,13 +30,15 @@ class LatencyCurve:
     measured: tuple[ServingMetrics, ...]
 
 
-def capacity_curves(req: CapacityRequest, catalog: Catalog) -> list[LatencyCurve]:
-    """Each arm served at a ladder of rates up to just past the faster arm's saturation."""
+def capacity_curves(
+    req: CapacityRequest, catalog: Catalog, draft_k: int | None
+) -> list[LatencyCurve]:
+    """Each arm (the speculative one at `draft_k`, None: none) served at a ladder of rates up
+    to just past the faster arm's saturation."""
     prepared = prepare_capacity(req, catalog)
     arms = [("baseline", make_arm(prepared, req.traffic, 0))]
-    if prepared.deployment.draft is not None:
-        k = choose_draft_k(prepared, req) if req.draft_k_auto else req.spec.draft_k
-        arms.append(("speculative", make_arm(prepared, req.traffic, k)))
+    if draft_k is not None:
+        arms.append(("speculative", make_arm(prepared, req.traffic, draft_k)))
     top = max(saturation_rate(arm, req.traffic) for _, arm in arms)
     rates = tuple(
         float(r) for r in np.geomspace(LOWEST_SHARE * top, HIGHEST_SHARE * top, LADDER_POINTS)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from infersize.catalog.store import Catalog
-from infersize.core.meanfield import mean_field
 from infersize.core.methods import method_of
 from infersize.core.metrics import ServingMetrics, Stats, sla_breaches
 from infersize.service.capacity import (
@@ -18,10 +17,12 @@ from infersize.service.capacity import (
     Capacity,
     CapacityRequest,
     capacity,
+    choose_draft_k,
     make_arm,
     prepare_capacity,
     replicas_for,
     serve,
+    simulated_score,
 )
 from infersize.service.request import Prepared
 
@@ -76,7 +77,7 @@ class CapacityResult:
 
 
 def _arm_result(
-    arm: Arm, measured: ServingMetrics, req: CapacityRequest, limit: Capacity | None
+    arm: Arm, limit: Capacity | None, measured: ServingMetrics, req: CapacityRequest
 ) -> ArmResult:
     broken = tuple(sla_breaches(measured, req.sla)) if req.sla else ()
     pool = arm.replica.pool_kv
@@ -102,39 +103,6 @@ def _arm_result(
     )
 
 
-def choose_draft_k(prepared: Prepared, req: CapacityRequest) -> int:
-    """--draft-k auto: the K (0 = no speculation) the mean-field model rates best at this
-    load (the highest rate meeting the SLA; without one, the lowest mean e2e latency)."""
-    best_k, best = 0, -math.inf
-    for k in range(0, prepared.request.max_k + 1):
-        arm = make_arm(prepared, req.traffic, k)
-        if req.sla is not None:
-            score = capacity_screen(arm, req)
-        else:
-            rate = req.traffic.request_rate or _closed_loop_rate(arm, req)
-            estimate = mean_field(arm.replica, arm.lengths, rate)
-            score = -estimate.e2e_s["mean"] if estimate.sustained else -math.inf
-        if score > best:
-            best_k, best = k, score
-    return best_k
-
-
-def capacity_screen(arm: Arm, req: CapacityRequest) -> float:
-    from infersize.core.meanfield import sustained_rate
-    from infersize.service.capacity import _mean_field_guess
-
-    assert req.sla is not None
-    ceiling = sustained_rate(arm.replica, arm.lengths)
-    return _mean_field_guess(arm, req.sla, ceiling) if ceiling > 0 else 0.0
-
-
-def _closed_loop_rate(arm: Arm, req: CapacityRequest) -> float:
-    """The open-loop rate a closed loop of N clients offers, by Little's law on the mean-field
-    latency at one request at a time (a screen only)."""
-    alone = mean_field(arm.replica, arm.lengths, 1e-6)
-    return float(req.traffic.concurrency or 1) / max(alone.e2e_s["mean"], 1e-9)
-
-
 def _fleet(
     rate: float | None, limit: float | None, headroom: float, tp: int, price: float
 ) -> tuple[int | None, int | None, float | None]:
@@ -148,15 +116,23 @@ def _fleet(
 
 def run_capacity(req: CapacityRequest, catalog: Catalog) -> CapacityResult:
     prepared = prepare_capacity(req, catalog)
-    dep = prepared.deployment
-    arms = [make_arm(prepared, req.traffic, 0)]
-    if dep.draft is not None:
-        k = choose_draft_k(prepared, req) if req.draft_k_auto else req.spec.draft_k
-        arms.append(make_arm(prepared, req.traffic, k))
-    results = []
-    for arm in arms:
-        limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
-        results.append(_arm_result(arm, serve(arm, req.traffic), req, limit))
+    evaluated: dict[int, tuple[Arm, Capacity | None, ServingMetrics]] = {}
+
+    def evaluate(k: int) -> tuple[Arm, Capacity | None, ServingMetrics]:
+        if k not in evaluated:
+            arm = make_arm(prepared, req.traffic, k)
+            limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
+            evaluated[k] = (arm, limit, serve(arm, req.traffic))
+        return evaluated[k]
+
+    ks = [0]
+    if prepared.deployment.draft is not None:
+        ks.append(
+            choose_draft_k(prepared, req, lambda k: simulated_score(*evaluate(k)[1:]))
+            if req.draft_k_auto
+            else req.spec.draft_k
+        )
+    results = [_arm_result(*evaluate(k), req) for k in ks]
     return _assemble(prepared, req, results)
 
 
