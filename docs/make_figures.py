@@ -11,6 +11,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET_SLICE = ["--context-length", "8192", "--batch-size", "1"]
+# the README's worked example of `infersize capacity`
+CAPACITY_EXAMPLE = [
+    "capacity", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b",
+    "--gpu", "h100", "--tp", "2", "--engine", "vllm", "--input-tokens", "1024",
+    "--output-tokens", "256", "--request-rate", "2", "--sla", "ttft:p99<=2000ms;tpot:p99<=50ms",
+    "--target-request-rate", "20", "--draft-k", "auto",
+]  # fmt: skip
 
 
 def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[str]]]:
@@ -84,6 +91,10 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
         "spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100",
         "--plot", str(out_dir / "spec_k_curve.png"),
     ]  # fmt: skip
+    yield (
+        "capacity_70b_h100.png",
+        [*CAPACITY_EXAMPLE, "--plot", str(out_dir / "capacity_70b_h100.png")],
+    )
 
 
 def render(out_dir: Path, sweep_file: Path) -> list[Path]:

@@ -74,7 +74,7 @@ class Run:
     itl_slope: FloatArray
     itl_steps: IntArray
     itl_weight: IntArray
-    gave_up: bool = False  # stopped early: a GiveUp bound was broken by too many requests
+    gave_up: str = ""  # stopped early: the metric whose GiveUp bound too many requests broke
 
 
 Layout = tuple[float, float, float, float]  # per token: full, windowed; window; per sequence

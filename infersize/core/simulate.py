@@ -76,7 +76,7 @@ class _Simulation:
         self.pool, self.target = layout_floats(replica.pool_kv), layout_floats(replica.target_kv)
         self.draft = layout_floats(replica.draft_kv)
         self.capacity = float(replica.kv_capacity_bytes)
-        self.give_up, self.gave_up, self.broken = load.give_up, False, [0, 0, 0]
+        self.give_up, self.gave_up, self.broken = load.give_up, "", [0, 0, 0]
         self.windowed = any(layout[1] for layout in (self.pool, self.target, self.draft))
         # without windows an all-decode step is an intercept by count plus a cost per token of
         # context (the step model is affine in it): read both off the table once
@@ -189,12 +189,12 @@ class _Simulation:
     def _check_give_up(self) -> None:
         rule = self.give_up
         assert rule is not None
-        if (
-            self.broken[0] > rule.ttft_allowed
-            or self.broken[1] > rule.tpot_allowed
-            or self.broken[2] > rule.e2e_allowed
+        allowed = (rule.ttft_allowed, rule.tpot_allowed, rule.e2e_allowed)
+        for metric, broken, limit in zip(
+            ("ttft", "tpot", "e2e"), self.broken, allowed, strict=True
         ):
-            self.gave_up = True
+            if broken > limit:
+                self.gave_up = metric
 
     def _preempt(self) -> None:
         """The most recently admitted running request gives back its KV and waits at the head

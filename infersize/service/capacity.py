@@ -169,11 +169,14 @@ def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetri
     return metrics(simulate(arm.replica, _load(arm, traffic, rate, None)))
 
 
-def meets(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> bool:
-    """Whether the arm meets `sla` at `rate`: a probe of the capacity search, which stops the
-    run as soon as enough requests break a percentile that no later request can mend it."""
+def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]:
+    """The SLA terms the arm breaks at `rate` (none: it meets the SLA): a probe of the capacity
+    search, which stops the run as soon as enough requests break a percentile that no later
+    request can mend it."""
     run = simulate(arm.replica, _load(arm, traffic, rate, sla))
-    return not run.gave_up and not sla_breaches(metrics(run), sla)
+    if run.gave_up:
+        return [str(term) for term in sla.terms if term.metric == run.gave_up]
+    return sla_breaches(metrics(run), sla)
 
 
 def saturation_rate(arm: Arm, traffic: Traffic) -> float:
@@ -198,8 +201,13 @@ def capacity(arm: Arm, traffic: Traffic, sla: Sla) -> Capacity:
         why = f"one request alone already breaks the SLA ({'; '.join(alone)})"
         return Capacity(max_request_rate=0.0, why=why, saturation_request_rate=ceiling)
 
+    broken_above: list[str] = []
+
     def holds(rate: float) -> bool:
-        return meets(arm, traffic, rate, sla)
+        broken = broken_terms(arm, traffic, rate, sla)
+        if broken:
+            broken_above[:] = broken  # the last failure is the closest above capacity
+        return not broken
 
     guess = min(_mean_field_guess(arm, sla, ceiling), ceiling)
     low, high = _bracket(holds, guess, ceiling)
@@ -208,11 +216,10 @@ def capacity(arm: Arm, traffic: Traffic, sla: Sla) -> Capacity:
         middle = (low + high) / 2.0
         low, high = (middle, high) if holds(middle) else (low, middle)
         probes += 1
-    why = (
-        f"the replica saturates at {ceiling:.3g} requests/s"
-        if low >= ceiling * (1 - BISECTION_TOLERANCE)
-        else f"{sla} breaks above it"
-    )
+    if low >= ceiling * (1 - BISECTION_TOLERANCE):
+        why = f"the replica saturates at {ceiling:.3g} requests/s"
+    else:
+        why = f"above it {'; '.join(broken_above)} breaks (at {high:.3g} requests/s)"
     return Capacity(max_request_rate=low, why=why, saturation_request_rate=ceiling)
 
 

@@ -210,8 +210,9 @@ def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> t
             k = arms[1].draft_k
             choice = "no speculation" if k == 0 else f"K = {k}"
             notes.append(
-                f"--draft-k auto: {choice} serves this load best by the mean-field model "
-                "(K = 0 is plain decoding)"
+                f"--draft-k auto: {choice} serves this load best (the mean-field model screened "
+                f"K = 1..{prepared.request.max_k}; the simulator chose among its two best and "
+                "K = 0, plain decoding)"
             )
     base = arms[0]
     notes.append(
