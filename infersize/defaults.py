@@ -35,6 +35,7 @@ class Defaults:
     seed: int = 0
     headroom: float = 1.0
     arrival: str = "poisson"
+    capacity_simulate_top: int = 3  # capacity sweeps: rows per group the simulator confirms
 
 
 DEFAULTS = Defaults()

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import floats
-from infersize.core.memory import KvLayout
 from infersize.core.replica import Replica, layout_floats, sequence_kv_bytes
 from infersize.core.traffic import emission_probabilities
 
@@ -64,7 +64,7 @@ class Lengths:
     output_tokens: float
     rates: tuple[float, ...]  # r_1..r_K (empty: one token a step)
 
-    @property
+    @cached_property
     def tokens_per_step(self) -> tuple[float, float]:
         """μ and σ² of the tokens one step emits."""
         p = emission_probabilities(self.rates)
@@ -73,55 +73,71 @@ class Lengths:
         return mean, float(np.dot((tokens - mean) ** 2, p))
 
 
-def _kv(layout: KvLayout | None, context: float, seqs: float) -> float:
-    return 0.0 if layout is None else seqs * sequence_kv_bytes(layout_floats(layout), context)
+@dataclass(frozen=True)
+class _Model:
+    """What the fixed point reads of a replica and a workload, as plain floats."""
 
+    replica: Replica
+    lengths: Lengths
+    context: float  # a decoding sequence's mean context: its prompt and half its answer
+    seq_kv: tuple[float, float]  # (target, drafter) KV bytes of one such sequence
+    prompt_kv: tuple[float, float]  # and of one prompt
+    pool_kv: float  # what one such sequence holds of the pool, with its K draft slots
 
-def _step(replica: Replica, lengths: Lengths, decoding: float, prefill: float) -> float:
-    """The step model with `decoding` sequences at the mean context and `prefill` prompt
-    tokens (prefill / I prompts reading their own KV), between whole sequence counts."""
-    table, k = replica.table, replica.table.draft_k
-    context = lengths.input_tokens + lengths.output_tokens / 2.0
-    prompts = prefill / max(lengths.input_tokens, 1.0)
-    seconds = []
-    for seqs in (math.floor(decoding), math.floor(decoding) + 1):
-        room = len(table.target_by_tokens) - 1 - seqs * (1 + k)
-        tokens = max(min(round(prefill), room), 0)
-        seconds.append(
-            table.seconds(
-                seqs, tokens, seqs * context, prefill * (lengths.input_tokens + 1.0) / 2.0,
-                _kv(replica.target_kv, context, seqs)
-                + _kv(replica.target_kv, lengths.input_tokens, prompts),
-                _kv(replica.draft_kv, context, seqs)
-                + _kv(replica.draft_kv, lengths.input_tokens, prompts),
-            )
+    @classmethod
+    def of(cls, replica: Replica, lengths: Lengths) -> _Model:
+        context = lengths.input_tokens + lengths.output_tokens / 2.0
+        layouts = [layout_floats(replica.target_kv), layout_floats(replica.draft_kv)]
+        return cls(
+            replica=replica, lengths=lengths, context=context,
+            seq_kv=(sequence_kv_bytes(layouts[0], context), sequence_kv_bytes(layouts[1], context)),
+            prompt_kv=(
+                sequence_kv_bytes(layouts[0], lengths.input_tokens),
+                sequence_kv_bytes(layouts[1], lengths.input_tokens),
+            ),
+            pool_kv=sequence_kv_bytes(
+                layout_floats(replica.pool_kv), context + replica.table.draft_k
+            ),
         )  # fmt: skip
-    share = decoding - math.floor(decoding)
-    return seconds[0] * (1.0 - share) + seconds[1] * share
+
+    def step(self, decoding: float, prefill: float) -> float:
+        """The step model with `decoding` sequences at the mean context and `prefill` prompt
+        tokens (prefill / I prompts reading their own KV), between whole sequence counts."""
+        table, k = self.replica.table, self.replica.table.draft_k
+        prompts = prefill / max(self.lengths.input_tokens, 1.0)
+        attended = prefill * (self.lengths.input_tokens + 1.0) / 2.0
+        low = math.floor(decoding)
+        seconds = []
+        for seqs in (low, low + 1):
+            room = len(table.target_by_tokens) - 1 - seqs * (1 + k)
+            seconds.append(
+                table.seconds(
+                    seqs, max(min(round(prefill), room), 0), seqs * self.context, attended,
+                    seqs * self.seq_kv[0] + prompts * self.prompt_kv[0],
+                    seqs * self.seq_kv[1] + prompts * self.prompt_kv[1],
+                )
+            )  # fmt: skip
+        share = decoding - low
+        return seconds[0] * (1.0 - share) + seconds[1] * share
+
+    def step_around(self, others: float, prefill: float) -> float:
+        """The step a decoding request sees: itself and the others decoding, whose count varies
+        about its mean like a Poisson count; its mean over that spread (a three-point rule: the
+        step is concave in the batch for MoE models, which read more experts as it grows)."""
+        spread = math.sqrt(3.0 * others)
+        low, high = max(others - spread, 0.0), others + spread
+        return (
+            self.step(1.0 + low, prefill) + 4.0 * self.step(1.0 + others, prefill)
+            + self.step(1.0 + high, prefill)
+        ) / 6.0  # fmt: skip
 
 
-def _step_around(replica: Replica, lengths: Lengths, others: float, prefill: float) -> float:
-    """The step a decoding request sees: itself and the others decoding, whose count varies
-    about its mean like a Poisson count; its mean over that spread (a three-point rule: the
-    step is concave in the batch for MoE models, which read more experts as it grows)."""
-    spread = math.sqrt(3.0 * others)
-    points = (max(others - spread, 0.0), others, others + spread)
-    return sum(
-        weight * _step(replica, lengths, 1.0 + n, prefill)
-        for weight, n in zip((1 / 6, 4 / 6, 1 / 6), points, strict=True)
-    )
-
-
-def _longest_step(
-    replica: Replica, lengths: Lengths, rate: float, steps: float
-) -> tuple[float, str]:
+def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]:
     """The longest mean step within the replica's limits at `rate`, and the limit that sets it:
     n = λ S̄ t sequences decode, λ I t prompt tokens arrive a step, and each sequence holds its
     prompt, half its answer and K draft slots of KV."""
-    k = replica.table.draft_k
-    per_seq = sequence_kv_bytes(
-        layout_floats(replica.pool_kv), lengths.input_tokens + lengths.output_tokens / 2.0 + k
-    )
+    replica, lengths = model.replica, model.lengths
+    k, per_seq = replica.table.draft_k, model.pool_kv
     bounds = {
         f"max_num_seqs ({replica.max_num_seqs})": replica.max_num_seqs / (rate * steps),
         f"the step's token budget ({replica.max_num_batched_tokens})": (
@@ -133,28 +149,26 @@ def _longest_step(
     return bounds[limit], limit
 
 
-def _mean_step(replica: Replica, lengths: Lengths, rate: float, steps: float, t: float) -> float:
+def _mean_step(model: _Model, rate: float, steps: float, t: float) -> float:
     """f(t) = t_d(n) + λ t Δ(n) at n = λ S̄ t: the mean step the load makes of a step t."""
     n = rate * steps * t
-    t_d = _step_around(replica, lengths, n, 0.0)
-    return t_d + rate * t * (_step_around(replica, lengths, n, lengths.input_tokens) - t_d)
+    t_d = model.step_around(n, 0.0)
+    return t_d + rate * t * (model.step_around(n, model.lengths.input_tokens) - t_d)
 
 
-def _fixed_point(
-    replica: Replica, lengths: Lengths, rate: float, steps: float
-) -> tuple[float, str]:
+def _fixed_point(model: _Model, rate: float, steps: float) -> tuple[float, str]:
     """t = f(t) (f rises with t), bracketed by 0 and the longest step the limits allow; (t, '')
     or, when f(longest) > longest, no fixed point within the limits: (longest, the limit)."""
-    high, limit = _longest_step(replica, lengths, rate, steps)
-    g_high = _mean_step(replica, lengths, rate, steps, high) - high
+    high, limit = _longest_step(model, rate, steps)
+    g_high = _mean_step(model, rate, steps, high) - high
     if g_high > 0:
         return high, limit
     low = 0.0
-    g_low = _mean_step(replica, lengths, rate, steps, low) - low
+    g_low = _mean_step(model, rate, steps, low) - low
     side = 0
     for _ in range(ITERATIONS):  # false position, Illinois variant
         t = (low * g_high - high * g_low) / (g_high - g_low)
-        g = _mean_step(replica, lengths, rate, steps, t) - t
+        g = _mean_step(model, rate, steps, t) - t
         if abs(g) <= 1e-9 * t or high - low <= 1e-12:
             return t, ""
         if g > 0:
@@ -170,12 +184,13 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     mu, var = lengths.tokens_per_step
     decode_tokens = max(lengths.output_tokens - 1.0, 0.0)
     steps = max(decode_tokens / mu, 1e-9)
-    t, limit = _fixed_point(replica, lengths, rate, steps)
+    model = _Model.of(replica, lengths)
+    t, limit = _fixed_point(model, rate, steps)
     if limit:
         return _unsustained(rate, t, rate * steps * t, limit)
     n = rate * steps * t
-    t_d = _step_around(replica, lengths, n, 0.0)
-    delta = _step_around(replica, lengths, n, lengths.input_tokens) - t_d
+    t_d = model.step_around(n, 0.0)
+    delta = model.step_around(n, lengths.input_tokens) - t_d
     others = rate * t  # prompts sharing a prompt's step
     # an arrival lands in a step with a chance that grows with the step's length, so its mean
     # wait is E[t²] / (2 E[t]) (the renewal residual) over steps of t_d and t_d + Δ
@@ -214,12 +229,13 @@ def sustained_rate(replica: Replica, lengths: Lengths) -> float:
     one evaluation of f at the longest step allowed decides each rate."""
     mu, _ = lengths.tokens_per_step
     steps = max((lengths.output_tokens - 1.0) / mu, 1e-9)
-    alone = _step(replica, lengths, 1.0, 0.0)  # no step is shorter: a first bound on λ
+    model = _Model.of(replica, lengths)
+    alone = model.step(1.0, 0.0)  # no step is shorter: a first bound on λ
     low, high = 0.0, replica.max_num_seqs / (steps * alone)
 
     def keeps_up(rate: float) -> bool:
-        longest, _ = _longest_step(replica, lengths, rate, steps)
-        return _mean_step(replica, lengths, rate, steps, longest) <= longest
+        longest, _ = _longest_step(model, rate, steps)
+        return _mean_step(model, rate, steps, longest) <= longest
 
     while high - low > 1e-3 * high:
         middle = (low + high) / 2.0

@@ -127,7 +127,14 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
     return tuple(float(prepared.alpha**i) for i in range(1, draft_k + 1))
 
 
-def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
+ReplicaCache = dict[tuple[object, ...], Replica]
+
+
+def make_arm(
+    prepared: Prepared, traffic: Traffic, draft_k: int, replicas: ReplicaCache | None = None
+) -> Arm:
+    """The arm at K. `replicas` shares replicas between requests of the same deployment and
+    engine (a replica does not depend on the traffic or the acceptance)."""
     n = traffic.requests
     inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
     rates = acceptance_rates(prepared, draft_k)
@@ -135,7 +142,17 @@ def make_arm(prepared: Prepared, traffic: Traffic, draft_k: int) -> Arm:
         input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
     )
     dep = prepared.deployment
-    replica = serving_replica(dep.numbers, prepared.engine, draft_k)
+    key = (
+        dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id, dep.kv_dtype.id,
+        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id), prepared.engine,
+        draft_k,
+    )  # fmt: skip
+    if replicas is not None and key in replicas:
+        replica = replicas[key]
+    else:
+        replica = serving_replica(dep.numbers, prepared.engine, draft_k)
+        if replicas is not None:
+            replicas[key] = replica
     if replica.kv_capacity_bytes <= 0 or replica.max_num_seqs < 1:
         models = dep.target.model.id + (
             f" + {dep.draft.model.id}" if dep.draft is not None and draft_k else ""
@@ -246,7 +263,7 @@ def _bracket(holds: object, guess: float, ceiling: float) -> tuple[float, float]
 def _mean_field_guess(arm: Arm, sla: Sla, ceiling: float) -> float:
     """The highest rate at which the mean-field model meets the SLA (bisection, 1 %)."""
     low, high = 0.0, ceiling
-    for _ in range(20):
+    for _ in range(14):  # 2^-14 of the ceiling: far inside the screen's own error
         middle = (low + high) / 2.0
         estimate = mean_field(arm.replica, arm.lengths, middle)
         ok = estimate.sustained and all(

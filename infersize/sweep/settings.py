@@ -43,3 +43,28 @@ class Scoring:
     engine: EngineSettings = field(default_factory=EngineSettings)
     memory_headroom: float = 0.0
     catalog_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """A named workload of a capacity sweep, resolved: its lengths (a trace read at planning,
+    replayed in order) and the target rates its rows are sized for."""
+
+    name: str
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    lengths_file: str | None  # the trace's path as the sweep file gives it
+    arrival: str
+    target_request_rates: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityPlan:
+    """The capacity axes of a sweep: workloads × SLAs, and how the table is computed."""
+
+    workloads: tuple[Workload, ...]
+    slas: tuple[tuple[str, str], ...]  # (name, SLA string), in the file's order
+    requests: int
+    seed: int
+    simulate_top: int
+    headroom: float

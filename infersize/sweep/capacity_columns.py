@@ -1,0 +1,105 @@
+"""The capacity table's columns: names as `infersize capacity --json` gives them, the arm
+(baseline: plain decoding, speculative) as a suffix where the JSON nests it."""
+
+from __future__ import annotations
+
+from infersize.sweep.columns import Column, Kind
+
+
+def _per_arm(name: str, kind: Kind, unit: str, description: str) -> tuple[Column, ...]:
+    arms = {"baseline": "plain decoding", "speculative": "speculation at draft_k"}
+    return tuple(
+        Column(name=f"{name}_{arm}", kind=kind, unit=unit, description=f"{description} ({how})")
+        for arm, how in arms.items()
+    )
+
+
+def _latency(metric: str, statistic: str) -> tuple[Column, ...]:
+    return _per_arm(
+        f"{metric}_{statistic}_ms", "float", "ms",
+        f"{statistic} {metric.upper()} at the target rate's load per replica (target rate / "
+        "replicas); null where no rate meets the SLA",
+    )  # fmt: skip
+
+
+CAPACITY_COLUMNS: tuple[Column, ...] = (
+    Column(name="gpu", kind="str", unit="", description="GPU catalog id"),
+    Column(name="gpu_name", kind="str", unit="", description="the GPU's marketed name"),
+    Column(name="tp", kind="int", unit="GPUs", description="tensor-parallel GPUs per replica"),
+    Column(name="target", kind="str", unit="", description="target model id"),
+    Column(name="target_quant", kind="str", unit="", description="target weight precision"),
+    Column(name="kv_dtype", kind="str", unit="", description="KV cache dtype"),
+    Column(name="method", kind="str", unit="", description="speculative method (vLLM's names)"),
+    Column(name="draft", kind="str", unit="", description="draft model or head id"),
+    Column(name="draft_quant", kind="str", unit="", description="draft weight precision"),
+    Column(name="workload", kind="str", unit="", description="the workload's name in the sweep"),
+    Column(
+        name="input_tokens",
+        kind="float",
+        unit="tokens",
+        description="mean prompt tokens of the workload's requests",
+    ),
+    Column(
+        name="output_tokens",
+        kind="float",
+        unit="tokens",
+        description="mean answer tokens of the workload's requests",
+    ),
+    Column(name="arrival", kind="str", unit="", description="arrival process (poisson, ...)"),
+    Column(name="sla", kind="str", unit="", description="the SLA's name in the sweep"),
+    Column(
+        name="sla_terms", kind="str", unit="", description="the SLA, as capacity --sla reads it"
+    ),
+    Column(
+        name="acceptance_scenario",
+        kind="int",
+        unit="",
+        description="position of the α scenario (rows of one scenario compare)",
+    ),
+    Column(
+        name="acceptance_rate",
+        kind="float",
+        unit="probability",
+        description="α of the scenario (the i.i.d. rate; a profile's same-length α)",
+    ),
+    Column(
+        name="target_request_rate",
+        kind="float",
+        unit="requests/s",
+        description="the fleet's load this row is sized for",
+    ),
+    Column(name="engine", kind="str", unit="", description="engine preset"),
+    Column(
+        name="draft_k",
+        kind="int",
+        unit="tokens",
+        description="the K that serves the load best (0: speculation does not pay here)",
+    ),
+    *_per_arm(
+        "max_request_rate",
+        "float",
+        "requests/s",
+        "the highest request rate per replica at which every SLA term holds",
+    ),
+    *_per_arm("replicas", "int", "replicas", "ceil(headroom × target rate / max_request_rate)"),
+    *_per_arm("gpus", "int", "GPUs", "replicas × tp"),
+    *_per_arm("usd_per_hour", "float", "USD/hour", "gpus × the GPU's hourly price"),
+    Column(
+        name="speculation_saves_gpus",
+        kind="int",
+        unit="GPUs",
+        description="gpus_baseline − gpus_speculative (negative: speculation costs GPUs)",
+    ),
+    *_latency("ttft", "p50"),
+    *_latency("ttft", "p99"),
+    *_latency("tpot", "p50"),
+    *_latency("tpot", "p99"),
+    Column(
+        name="capacity_source",
+        kind="str",
+        unit="",
+        description="simulator (the row is what infersize capacity answers) or mean-field (the "
+        "screen; docs/capacity.md states its gap)",
+    ),
+)
+CAPACITY_BY_NAME = {c.name: c for c in CAPACITY_COLUMNS}

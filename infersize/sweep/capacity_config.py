@@ -1,0 +1,102 @@
+"""The capacity axes of a sweep file: named workloads, named SLAs, the fleet's target request
+rates, and how the capacity table is computed. A sweep with `workloads` and `slas` also writes
+capacity.parquet/.csv (sweep/capacity_table.py).
+
+  workloads:
+    - {name: chat, input_tokens: 512, output_tokens: 256, arrival: poisson}
+    - {name: rag, lengths: traces/rag.parquet, target_request_rates: [20]}
+  slas:
+    interactive: "ttft:p99<=500ms;tpot:p99<=40ms"
+  target_request_rates: [10, 100]
+  capacity: {requests: 1000, seed: 0, simulate_top: 3, headroom: 1.0}
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from infersize.core.sla import parse_sla
+from infersize.core.traffic import parse_arrival
+from infersize.defaults import DEFAULTS
+from infersize.errors import InfersizeError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+MAX_TOKENS = 10_000_000
+
+
+def _positive_rates(rates: list[float] | None) -> list[float] | None:
+    if rates is not None:
+        if not rates:
+            raise ValueError("needs at least one rate")
+        if any(not (math.isfinite(r) and r > 0) for r in rates):
+            raise ValueError("request rates must be positive numbers")
+    return rates
+
+
+class WorkloadEntry(_Strict):
+    """One named workload: lengths as means (every request the same) or a trace file, the
+    arrival process, and optionally its own target request rates."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    input_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    lengths: str | None = None  # a trace, relative to the sweep file's folder
+    arrival: str = DEFAULTS.arrival
+    target_request_rates: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _lengths_one_way(self) -> WorkloadEntry:
+        means = self.input_tokens is not None or self.output_tokens is not None
+        if self.lengths is not None and means:
+            raise ValueError("give lengths (a trace file) or input_tokens/output_tokens, not both")
+        if self.lengths is None and (self.input_tokens is None or self.output_tokens is None):
+            raise ValueError("needs input_tokens and output_tokens, or lengths (a trace file)")
+        return self
+
+    @field_validator("arrival")
+    @classmethod
+    def _known_arrival(cls, text: str) -> str:
+        try:
+            return parse_arrival(text).label
+        except InfersizeError as exc:
+            raise ValueError(str(exc).removeprefix("arrival ")) from None
+
+    @field_validator("target_request_rates")
+    @classmethod
+    def _rates(cls, rates: list[float] | None) -> list[float] | None:
+        return _positive_rates(rates)
+
+
+class CapacityOptions(_Strict):
+    requests: int = Field(default=DEFAULTS.capacity_requests, ge=1, le=1_000_000)
+    seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**32 - 1)
+    # rows per (GPU, target, workload, SLA) the simulator confirms, besides the rows near an
+    # SLA edge (where speculation's saving of GPUs could flip)
+    simulate_top: int = Field(default=DEFAULTS.capacity_simulate_top, ge=0, le=1000)
+    headroom: float = Field(default=DEFAULTS.headroom, ge=1.0)
+
+
+def check_slas(slas: dict[str, str] | None) -> dict[str, str] | None:
+    """Each named SLA parses (the message is parse_sla's, without the flag's name)."""
+    if slas is None:
+        return None
+    if not slas:
+        raise ValueError("needs at least one named SLA")
+    for name, text in slas.items():
+        if not name or len(name) > 64:
+            raise ValueError(f"SLA name '{name}' must be 1 to 64 characters")
+        try:
+            parse_sla(text)
+        except InfersizeError as exc:
+            raise ValueError(f"{name}: {str(exc).removeprefix('sla ')}") from None
+    return slas
+
+
+def check_target_rates(rates: list[float] | None) -> list[float] | None:
+    return _positive_rates(rates)
