@@ -70,6 +70,12 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
     ),
     Column(name="engine", kind="str", unit="", description="engine preset"),
     Column(
+        name="price_usd_per_hour",
+        kind="float",
+        unit="USD/hour",
+        description="the GPU's hourly price used (null: unknown)",
+    ),
+    Column(
         name="draft_k",
         kind="int",
         unit="tokens",

@@ -82,7 +82,7 @@ def _row(
         "output_tokens": sum(w.output_tokens) / len(w.output_tokens), "arrival": w.arrival,
         "sla": case.sla_name, "sla_terms": case.sla, "acceptance_scenario": case.scenario,
         "acceptance_rate": s.alphas[case.scenario], "target_request_rate": rate,
-        "engine": "", "draft_k": answer.draft_k,
+        "engine": "", "price_usd_per_hour": price, "draft_k": answer.draft_k,
         "speculation_saves_gpus": None if None in gpus else gpus[0] - gpus[1],  # type: ignore[operator]
         "capacity_source": "simulator" if answer.simulated else "mean-field",
     }  # fmt: skip
