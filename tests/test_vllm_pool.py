@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from infersize.core.engines import get_engine
-from infersize.core.fit import _all_layers, _pool_side
+from infersize.core.fit import _pool_side, pool_layout
 from infersize.core.memory import GIB, kv_layout
 from infersize.core.vllm_pool import (
     BLOCK_TOKENS,
@@ -35,7 +35,7 @@ def _capacity(catalog, model_id, pool_gib, context, tp=1, draft_id=None, engine=
     kv16 = catalog.kv_dtype("bf16")
     layout = kv_layout(catalog.model(model_id), kv16, tp)
     if draft_id is not None:
-        layout = _all_layers(layout, kv_layout(catalog.model(draft_id), kv16, tp))
+        layout = pool_layout(layout, kv_layout(catalog.model(draft_id), kv16, tp))
     return pool_capacity(pool_gib * GIB, layout, context, profile, get_engine(engine)), layout
 
 
