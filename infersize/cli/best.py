@@ -10,6 +10,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app
+from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,11 +67,42 @@ def best(
     top: Annotated[
         int, typer.Option("--top", help="Show the top N ranks (at most 100).", min=1, max=100)
     ] = 1,
+    request_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--request-rate",
+            help="A load in requests/s: per GPU type, the fewest GPUs that serve it at --sla, "
+            "with and without speculation (a sweep with workloads and slas).",
+        ),
+    ] = None,
+    sla: Annotated[
+        str | None, typer.Option("--sla", help="With --request-rate: the SLA's name in the sweep.")
+    ] = None,
+    workload: Annotated[
+        str | None,
+        typer.Option("--workload", help="With --request-rate: the workload's name in the sweep."),
+    ] = None,
+    by: Annotated[
+        str, typer.Option("--by", help="With --request-rate: rank by gpus or by cost ($/hour).")
+    ] = "gpus",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """The best draft pair per GPU (and target), from a sweep's tables."""
+    """The best draft pair per GPU (and target), from a sweep's tables; with --request-rate,
+    the fewest GPUs (or dollars) per GPU type that serve the load at an SLA."""
     from infersize.show.terminal import console
     from infersize.sweep.best import Filters
+
+    if request_rate is not None or sla is not None or workload is not None:
+        decode_only = {"--tp": tp, "--target-quant": target_quant, "--draft-quant": draft_quant,
+                       "--engine": engine, "--context-length": context, "--batch-size": batch,
+                       "--alpha": alpha}  # fmt: skip
+        given = [flag for flag, value in decode_only.items() if value is not None]
+        if given:
+            raise InfersizeError(f"{', '.join(given)} selects decode tables, not --request-rate")
+        if request_rate is None or sla is None:
+            raise InfersizeError("--request-rate and --sla go together (and --workload)")
+        _print_fleet(output_dir, request_rate, sla, workload, by, scenario, gpu, target, as_json)
+        return
 
     filters = Filters(
         gpu=gpu,
@@ -85,3 +117,24 @@ def best(
         scenario=scenario,
     )
     print_best(console(), output_dir, filters, as_json, top)
+
+
+def _print_fleet(
+    out_dir: Path, rate: float, sla: str, workload: str | None, by: str, scenario: int | None,
+    gpu: str | None, target: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    from infersize.show.capacity_panel import FLEET_COLUMNS, fleet_rows
+    from infersize.show.terminal import console, render_table
+    from infersize.sweep.capacity_best import FleetAsk, fewest_gpus
+
+    ask = FleetAsk(request_rate=rate, sla=sla, workload=workload, by=by, scenario=scenario,
+                   gpu=gpu, target=target)  # fmt: skip
+    answer = fewest_gpus(out_dir, ask)
+    if as_json:
+        typer.echo(json.dumps({
+            "request_rate": rate, "sla": sla, "workload": answer.workload, "by": by,
+            "acceptance_scenario": answer.scenario, "rows": answer.rows, "notes": answer.notes,
+        }, indent=2))  # fmt: skip
+        return
+    title = f"Fewest {'GPUs' if by == 'gpus' else 'dollars'} per GPU type: " + answer.notes[0]
+    render_table(console(), title, FLEET_COLUMNS, fleet_rows(answer.rows))

@@ -154,3 +154,38 @@ def plot_methods(
     data = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts] for m, pts in curves.items()}
     title = f"Best speedup per method: {target} on {gpu} (each at its best drafter, K and TP)"
     typer.echo(str(save(methods_figure(data, title), out)))
+
+
+@plot_app.command(
+    "capacity",
+    epilog="Example: infersize plot capacity outputs/capacity --sla interactive --out fleet.png",
+)
+def plot_capacity(
+    output_dir: opt.OutputDir,
+    sla: Annotated[str, typer.Option("--sla", help="The SLA's name in the sweep.")],
+    out: opt.FigureOut,
+    workload: Annotated[
+        str | None, typer.Option("--workload", help="The workload's name (when several).")
+    ] = None,
+    max_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--max-rate", help="The largest fleet rate drawn (default: 1.5 × the largest swept)."
+        ),  # fmt: skip
+    ] = None,
+    scenario: opt.SliceScenario = None,
+) -> None:
+    """GPUs needed against the fleet's request rate, per GPU type, with speculation (solid)
+    and without (dashed), from a capacity sweep's table."""
+    from infersize.show.capacity_figure import fleet_figure
+    from infersize.show.figures import save
+    from infersize.sweep.capacity_best import FleetAsk, fleet_curves, swept_rates
+
+    top = max_rate if max_rate is not None else 1.5 * max(swept_rates(output_dir))
+    if not top > 0:
+        raise InfersizeError(f"--max-rate must be a positive number, got {top:g}")
+    rates = [top * (i + 1) / 60 for i in range(60)]
+    ask = FleetAsk(request_rate=rates[0], sla=sla, workload=workload, scenario=scenario)
+    curves, answer = fleet_curves(output_dir, ask, rates)
+    title = f"GPUs needed: {answer.workload}, SLA {sla} (α scenario {answer.scenario})"
+    typer.echo(str(save(fleet_figure(curves, title), out)))

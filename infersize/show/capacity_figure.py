@@ -3,7 +3,8 @@ speculation side by side, the SLA's limits and the rate up to which each arm mee
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from infersize.show.figures import new_figure_grid
 
@@ -13,6 +14,16 @@ if TYPE_CHECKING:
 
     from infersize.service.capacity_curves import LatencyCurve
     from infersize.service.capacity_result import CapacityResult
+
+
+class FleetCurve(Protocol):
+    """A GPU type's GPUs needed by request rate (a sweep's fleet curve)."""
+
+    gpu: str
+    rates: list[float]
+    plain_gpus: list[int | None]
+    speculative_gpus: list[int | None]
+
 
 STYLE = {"baseline": ("tab:blue", "plain decoding"), "speculative": ("tab:orange", "speculation")}
 PANELS = (("ttft", "TTFT"), ("tpot", "TPOT"))
@@ -77,4 +88,25 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
         "out tokens"
     )
     fig.subplots_adjust(bottom=0.27, wspace=0.25)
+    return fig
+
+
+def fleet_figure(curves: Sequence[FleetCurve], title: str) -> Figure:
+    """GPUs needed against the request rate per GPU type: solid with speculation, dashed
+    without (each the fewest over the sweep's deployments at that rate)."""
+    fig, axes = new_figure_grid(1, 1, 8, 4.8)
+    ax = axes[0]
+    colors = [f"C{i}" for i in range(10)]
+    for curve, color in zip(curves, colors * (len(curves) // 10 + 1), strict=False):
+        for values, style, how in ((curve.speculative_gpus, "-", "speculation"),
+                                   (curve.plain_gpus, "--", "plain decoding")):  # fmt: skip
+            points = [(r, g) for r, g in zip(curve.rates, values, strict=True) if g is not None]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.step(xs, ys, style, where="post", color=color, label=f"{curve.gpu}, {how}")
+    ax.set_xlabel("request rate of the fleet (requests/s)")
+    ax.set_ylabel("GPUs needed")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -3,6 +3,8 @@ line on whether speculation pays at this load. Reads a CapacityResult; computes 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -104,3 +106,37 @@ def render_capacity(console: Console, r: CapacityResult) -> None:
             console.print(f"capacity ({name}): {arm.max_request_rate_why}")
     for note in r.notes:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+FLEET_COLUMNS = [
+    "gpu", "plain decoding", "GPUs", "$/h", "with speculation", "K", "GPUs ", "$/h ", "saves",
+]  # fmt: skip
+
+
+def _deployment(row: dict[str, Any] | None, speculative: bool) -> str:
+    if row is None:
+        return "no row meets the SLA"
+    tp = f" tp{row['tp']}" if row["tp"] != 1 else ""
+    text = f"{row['target']} {row['target_quant']}{tp} kv {row['kv_dtype']}"
+    if speculative:
+        quant = "" if row["draft_quant"] == "none" else f" {row['draft_quant']}"
+        text += f" + {row['draft']}{quant}"
+    return text
+
+
+def fleet_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """`best --request-rate`: per GPU type, the best plain and speculative deployment."""
+    out = []
+    for entry in rows:
+        plain, spec = entry["plain"], entry["speculative"]
+        gpus_plain = None if plain is None else plain["gpus_baseline"]
+        gpus_spec = None if spec is None else spec["gpus_speculative"]
+        saved = "-" if gpus_plain is None or gpus_spec is None else f"{gpus_plain - gpus_spec:+d}"
+        out.append([
+            str(entry["gpu"]), _deployment(plain, False), _number(gpus_plain),
+            _number(None if plain is None else plain["usd_per_hour_baseline"]),
+            _deployment(spec, True), "-" if spec is None else str(spec["draft_k"]),
+            _number(gpus_spec), _number(None if spec is None else spec["usd_per_hour_speculative"]),
+            saved,
+        ])  # fmt: skip
+    return out

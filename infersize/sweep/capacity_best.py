@@ -116,3 +116,33 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
         f"headroom {headroom:g}",
     ]
     return FleetAnswer(rows=rows, workload=workload, scenario=scenario, notes=notes)
+
+
+@dataclass(frozen=True)
+class FleetCurve:
+    gpu: str
+    rates: list[float]
+    plain_gpus: list[int | None]  # per rate, the fewest GPUs without speculation
+    speculative_gpus: list[int | None]
+
+
+def fleet_curves(
+    out_dir: Path, ask: FleetAsk, rates: list[float]
+) -> tuple[list[FleetCurve], FleetAnswer]:
+    """GPUs needed against the request rate per GPU type, both ways (`plot capacity`)."""
+    curves: dict[str, FleetCurve] = {}
+    answer = None
+    for rate in rates:
+        answer = fewest_gpus(out_dir, FleetAsk(**{**ask.__dict__, "request_rate": rate}))
+        for entry in answer.rows:
+            curve = curves.setdefault(entry["gpu"], FleetCurve(entry["gpu"], [], [], []))
+            curve.rates.append(rate)
+            plain, spec = entry["plain"], entry["speculative"]
+            curve.plain_gpus.append(None if plain is None else plain["gpus_baseline"])
+            curve.speculative_gpus.append(None if spec is None else spec["gpus_speculative"])
+    assert answer is not None
+    return list(curves.values()), answer
+
+
+def swept_rates(out_dir: Path) -> list[float]:
+    return sorted(read_table(out_dir, "capacity")["target_request_rate"].unique().to_list())
