@@ -171,7 +171,7 @@ def plot_capacity(
         float | None,
         typer.Option(
             "--max-rate", help="The largest fleet rate drawn (default: 1.5 × the largest swept)."
-        ),  # fmt: skip
+        ),
     ] = None,
     scenario: opt.SliceScenario = None,
 ) -> None:

@@ -19,10 +19,14 @@ if TYPE_CHECKING:
 class FleetCurve(Protocol):
     """A GPU type's GPUs needed by request rate (a sweep's fleet curve)."""
 
-    gpu: str
-    rates: list[float]
-    plain_gpus: list[int | None]
-    speculative_gpus: list[int | None]
+    @property
+    def gpu(self) -> str: ...
+    @property
+    def rates(self) -> list[float]: ...
+    @property
+    def plain_gpus(self) -> list[int | None]: ...
+    @property
+    def speculative_gpus(self) -> list[int | None]: ...
 
 
 STYLE = {"baseline": ("tab:blue", "plain decoding"), "speculative": ("tab:orange", "speculation")}
