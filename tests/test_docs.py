@@ -23,11 +23,44 @@ def test_every_command_has_help(runner, command):
     assert "Usage" in result.stdout and len(result.stdout) > 200
 
 
+def _command_paths() -> set[tuple[str, ...]]:
+    """Every command of the application's real command tree, as the words that invoke it."""
+    import typer.main
+
+    paths: set[tuple[str, ...]] = set()
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            paths.add((*path, name))
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return paths
+
+
+def _invoked(line: str, groups: set[str]) -> tuple[str, ...]:
+    """The command words of one `$ infersize ...` line: a group takes one word more."""
+    words = line.split()
+    return tuple(words[:2]) if words[0] in groups else tuple(words[:1])
+
+
 def test_readme_commands_exist():
-    used = set(re.findall(r"\$ infersize ([a-z]+(?: [a-z]+)?)", README))
-    known = {" ".join(c) for c in COMMANDS} | {c[0] for c in COMMANDS}
-    for phrase in used:
-        assert phrase in known or phrase.split()[0] in known, phrase
+    """Every `$ infersize ...` line of the README names a command of the real tree (a group
+    and one of its commands, or a command); a made-up subcommand fails."""
+    paths = _command_paths()
+    groups = {p[0] for p in paths if len(p) == 2}
+    lines = re.findall(r"\$ infersize ([a-z][^\n]*)", README)
+    assert len(lines) >= 20
+    for line in lines:
+        assert _invoked(line, groups) in paths, line
+    assert ("sweep", "bogus") not in paths and _invoked("sweep bogus x.yaml", groups) not in paths
+
+
+def test_every_command_of_the_tree_is_listed_here():
+    """COMMANDS (whose help is checked above) holds every command that is not a group."""
+    paths = _command_paths()
+    groups = {p[:1] for p in paths if len(p) == 2}
+    assert {tuple(c) for c in COMMANDS} == paths - groups
 
 
 def test_readme_setup_commands_are_the_ci_ones():

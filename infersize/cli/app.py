@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
-from infersize.errors import InfersizeError, ValueRangeError
+from infersize.errors import InfersizeError
 
 
 def flag(field: str) -> str:
@@ -43,7 +43,8 @@ def _usage_message(exc: typer.TyperException) -> str:
 
 
 def _message(exc: InfersizeError) -> str:
-    return exc.render(flag) if isinstance(exc, ValueRangeError) else str(exc)
+    """The error in the command line's words: settings as flags, commands as typed."""
+    return exc.render(flag, lambda words: f"'infersize {words}'")
 
 
 def prose(text: str) -> str:

@@ -31,9 +31,9 @@ def speedup_leviathan(alpha: ArrayLike, k: ArrayLike, latency_ratio: ArrayLike) 
 
 
 def speedup_linear(alpha: ArrayLike, k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
-    """The linear formula S = (1 + αK) / (1 + (K+1)/γ), as printed in the original request. Not
+    """The linear formula S = (1 + αK) / (1 + (K+1)/γ) of the seed example's panel. Not
     Leviathan's result: it counts αK accepted tokens where the expectation is E − 1 and prices
-    K+1 draft steps where K are run. Kept so that request's numbers can be reproduced."""
+    K+1 draft steps where K are run. Kept so that the seed example's numbers can be reproduced."""
     a, n = floats(alpha), floats(k)
     return floats((1.0 + a * n) / (1.0 + (n + 1.0) / floats(latency_ratio)))
 

@@ -139,8 +139,8 @@ register_speedup_model(
     SpeedupModel(
         name="linear",
         label="Linear Speedup",
-        summary="S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the original request; "
-        "not Leviathan's theorem, it overstates the speedup",
+        summary="S = (1 + αK) / (1 + (K+1)/γ), the seed example's linear formula; not "
+        "Leviathan's theorem, it overstates the speedup",
         speedup=_linear,
         step_cost=lambda k, t: floats(1.0 + (k + 1.0) / t.latency_ratio),
         note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
