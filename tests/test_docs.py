@@ -89,3 +89,14 @@ def test_the_calibration_page_is_current():
         assert page.split(start, 1)[1].split(end, 1)[0] == table, (
             "run: python benchmarks/calibration_table.py --write"
         )
+
+
+def test_the_readmes_speed_figures_are_the_generated_performance_pages():
+    """The README quotes no speed figure of its own: its summary is docs/performance.md's, as
+    benchmarks/performance_doc.py wrote both."""
+    root = Path(__file__).resolve().parent.parent
+    start, end = "<!-- speed summary: start -->\n", "<!-- speed summary: end -->\n"
+    page = (root / "docs" / "performance.md").read_text()
+    summary = page.split(start, 1)[1].split(end, 1)[0]
+    assert summary.startswith("| what | figure |") and summary.count("\n") >= 6
+    assert README.split(start, 1)[1].split(end, 1)[0] == summary
