@@ -1,10 +1,13 @@
 """`infersize spec` start-up against its floor, in one run: the median wall time of the seed
 example as a user runs it (a fresh process each time), and of a bare Typer app with the same
 options that imports numpy and rich and prints one JSON line (generated here from the spec
-command's own parameters). Usage: python benchmarks/spec_startup.py [RUNS]."""
+command's own parameters). Both run as an installed program does: with Python's bytecode cache
+(pip compiles it at install), whatever PYTHONDONTWRITEBYTECODE says in this shell.
+Usage: python benchmarks/spec_startup.py [RUNS]."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -44,12 +47,15 @@ def bare_app(path: Path) -> None:
     path.write_text(source + "\n")
 
 
+CACHED = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def median_wall(argv: list[str], runs: int) -> tuple[float, float, float]:
-    subprocess.run(argv, capture_output=True, check=True)  # warm the page cache and .pyc
+    subprocess.run(argv, capture_output=True, check=True, env=CACHED)  # page cache, .pyc
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, capture_output=True, check=True)
+        subprocess.run(argv, capture_output=True, check=True, env=CACHED)
         times.append(time.perf_counter() - start)
     times.sort()
     return statistics.median(times), times[0], times[-1]

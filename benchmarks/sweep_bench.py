@@ -1,4 +1,4 @@
-"""The sweep's speed against its floor, measured in one run (issue #14's figures).
+"""The sweep's speed against its floor, measured in one run.
 
 For a sweep file (default sweeps/fleet.yaml) and a ~100 M-cell variant of it (12 contexts, 12
 batch sizes, K up to 16), each run end to end as a user runs it (the installed command, a new

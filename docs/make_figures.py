@@ -1,6 +1,6 @@
 """Render the figures the README and docs show, into docs/figures/ (PNG), from the fleet and
-methods sweeps and the catalogs: `python docs/make_figures.py`. tests/test_figures.py renders
-the same figures and fails when any two texts overlap or a text leaves the figure."""
+methods sweeps and the catalogs: `python docs/make_figures.py`. tests/test_figures_overlap.py
+renders the same figures and fails when any two texts overlap or a text leaves the figure."""
 
 from __future__ import annotations
 

@@ -32,6 +32,16 @@ def test_the_catalog_prior_is_the_fit_of_its_published_rows():
     prior = CATALOG.prior
     assert (prior.intercept, prior.slope) == (round(fit.intercept, 4), round(fit.slope, 4))
     assert (prior.rmse, prior.max_abs_error) == (round(fit.rmse, 4), round(fit.max_abs_error, 4))
+    # the same least squares, computed apart from fit_prior: numpy's polyfit on the rows, and the
+    # RMSE and the largest error of its residuals written out
+    x = np.array([math.log10(r.draft_params_b / r.target_params_b) for r in FITTED])
+    y = np.array([r.alpha for r in FITTED])
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = [a - (intercept + slope * xi) for xi, a in zip(x, y, strict=True)]
+    rmse = math.sqrt(sum(e * e for e in residuals) / len(residuals))
+    assert (fit.intercept, fit.slope) == pytest.approx((intercept, slope), abs=1e-12)
+    assert fit.rmse == pytest.approx(rmse, abs=1e-12)
+    assert fit.max_abs_error == pytest.approx(max(abs(e) for e in residuals), abs=1e-12)
     assert prior.pairs_fitted == fit.pairs == len(FITTED) >= 30
     assert 0.05 <= prior.slope <= 0.15  # α rises by about 0.1 per tenfold draft size
 

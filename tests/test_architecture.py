@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +40,64 @@ def test_modules_and_functions_stay_small(path):
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_comment_points_outside_the_repository(path):
     source = path.read_text()
-    for outside in ("../shared", "/work/", "DESIGN §", "DESIGN.md"):
+    for outside in ("../shared", "/work/", "DESIGN" + " §", "DESIGN.md"):
         assert outside not in source
+
+
+def _private_imports(tree: ast.AST) -> list[str]:
+    """Modules imported whose dotted name has a `_`-prefixed part, outside infersize itself
+    (`from typer._coercion import ...`, `import click._compat`, `from typer import _x`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "infersize" and any(p.startswith("_") for p in parts[1:]):
+                found.append(name)
+    return found
+
+
+def test_the_private_import_check_finds_one():
+    tree = ast.parse("from typer._coercion import x\nimport click._compat\nfrom typer import _y")
+    assert _private_imports(tree) == ["typer._coercion", "typer._coercion.x", "click._compat",
+                                      "typer._y"]  # fmt: skip
+    assert _private_imports(ast.parse("from typer.core import TyperGroup\nimport os.path")) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_private_module_of_another_package(path):
+    """Only the public API of our dependencies: their `_`-prefixed modules can change in any
+    release without notice."""
+    assert _private_imports(ast.parse(path.read_text())) == []
+
+
+LIBRARY = [p for p in SOURCES if p.relative_to(PACKAGE).parts[0] in
+           ("core", "catalog", "service", "sweep")]  # fmt: skip
+
+
+def _raised_text(tree: ast.AST) -> list[str]:
+    """The string pieces of every raised exception's arguments."""
+    texts = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    texts.append(part.value)
+    return texts
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_library_errors_name_no_flag_and_no_command(path):
+    """The command line words its flags and commands (cli/app.py renders the `{setting}` and
+    `{command}` placeholders of InfersizeError); the library below it names neither."""
+    for text in _raised_text(ast.parse(path.read_text())):
+        assert not re.search(r"(^|[\s(])--[a-z]", text), text
+        assert "'infersize " not in text and '"infersize ' not in text, text
 
 
 def _toy_tokens(alpha: FloatArray, k: FloatArray) -> FloatArray:

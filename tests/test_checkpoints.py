@@ -123,7 +123,8 @@ def test_spec_on_a_folder_uses_the_exact_bytes(runner, tmp_path):
 
 
 def test_tied_checkpoint_with_a_stored_lm_head_loads_one_copy(tmp_path):
-    # Qwen3-0.6B stores lm_head.weight although its embeddings are tied (shared/reference)
+    # Qwen3-0.6B stores lm_head.weight although its embeddings are tied (its model.safetensors
+    # lists lm_head.weight first: IDX_Q3_06B in configs/models.yaml)
     config = {**TINY, "tie_word_embeddings": True}
     tensors = llama_tensors(config)
     point = load_folder(write_folder(tmp_path / "tied", config, tensors))
@@ -322,7 +323,9 @@ def test_hub_id_without_network_is_a_clear_error(tmp_path):
     assert done.stderr.startswith(
         "error: cannot get acme/tiny config.json from the Hugging Face Hub ("
     )
-    assert done.stderr.endswith("use a local folder (--target ./path/to/model) or a catalog name\n")
+    assert done.stderr.endswith(
+        "use a local folder (the path to the model's files) or a catalog name\n"
+    )
 
 
 def test_hub_id_from_the_local_cache(tmp_path):

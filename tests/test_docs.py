@@ -12,7 +12,7 @@ from infersize.cli import app
 COMMANDS = [["spec"], ["sweep", "validate"], ["sweep", "run"], ["best"], ["models", "list"],
             ["models", "show"], ["gpus", "list"], ["gpus", "show"], ["alpha"], ["bench"],
             ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["plot", "methods"],
-            ["report"]]  # fmt: skip
+            ["plot", "capacity"], ["report"], ["capacity"]]  # fmt: skip
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
@@ -23,11 +23,44 @@ def test_every_command_has_help(runner, command):
     assert "Usage" in result.stdout and len(result.stdout) > 200
 
 
+def _command_paths() -> set[tuple[str, ...]]:
+    """Every command of the application's real command tree, as the words that invoke it."""
+    import typer.main
+
+    paths: set[tuple[str, ...]] = set()
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            paths.add((*path, name))
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return paths
+
+
+def _invoked(line: str, groups: set[str]) -> tuple[str, ...]:
+    """The command words of one `$ infersize ...` line: a group takes one word more."""
+    words = line.split()
+    return tuple(words[:2]) if words[0] in groups else tuple(words[:1])
+
+
 def test_readme_commands_exist():
-    used = set(re.findall(r"\$ infersize ([a-z]+(?: [a-z]+)?)", README))
-    known = {" ".join(c) for c in COMMANDS} | {c[0] for c in COMMANDS}
-    for phrase in used:
-        assert phrase in known or phrase.split()[0] in known, phrase
+    """Every `$ infersize ...` line of the README names a command of the real tree (a group
+    and one of its commands, or a command); a made-up subcommand fails."""
+    paths = _command_paths()
+    groups = {p[0] for p in paths if len(p) == 2}
+    lines = re.findall(r"\$ infersize ([a-z][^\n]*)", README)
+    assert len(lines) >= 20
+    for line in lines:
+        assert _invoked(line, groups) in paths, line
+    assert ("sweep", "bogus") not in paths and _invoked("sweep bogus x.yaml", groups) not in paths
+
+
+def test_every_command_of_the_tree_is_listed_here():
+    """COMMANDS (whose help is checked above) holds every command that is not a group."""
+    paths = _command_paths()
+    groups = {p[:1] for p in paths if len(p) == 2}
+    assert {tuple(c) for c in COMMANDS} == paths - groups
 
 
 def test_readme_setup_commands_are_the_ci_ones():
@@ -45,12 +78,25 @@ def test_the_data_dictionary_page_is_current():
 
 
 def test_the_calibration_page_is_current():
-    from infersize.service.calibration import calibration_table, load_measurements
+    from infersize.service.calibration import calibration_table, load_measurements, split_table
 
     root = Path(__file__).resolve().parent.parent
-    table = calibration_table(load_measurements(root / "tests" / "data" / "measurements.csv"))
+    rows = load_measurements(root / "tests" / "data" / "measurements.csv")
     page = (root / "docs" / "calibration.md").read_text()
-    start, end = "<!-- calibration table: start -->\n", "<!-- calibration table: end -->\n"
-    assert page.split(start, 1)[1].split(end, 1)[0] == table, (
-        "run: python benchmarks/calibration_table.py --write"
-    )
+    for name, table in (("split table", split_table(rows)),
+                        ("calibration table", calibration_table(rows))):  # fmt: skip
+        start, end = f"<!-- {name}: start -->\n", f"<!-- {name}: end -->\n"
+        assert page.split(start, 1)[1].split(end, 1)[0] == table, (
+            "run: python benchmarks/calibration_table.py --write"
+        )
+
+
+def test_the_readmes_speed_figures_are_the_generated_performance_pages():
+    """The README quotes no speed figure of its own: its summary is docs/performance.md's, as
+    benchmarks/performance_doc.py wrote both."""
+    root = Path(__file__).resolve().parent.parent
+    start, end = "<!-- speed summary: start -->\n", "<!-- speed summary: end -->\n"
+    page = (root / "docs" / "performance.md").read_text()
+    summary = page.split(start, 1)[1].split(end, 1)[0]
+    assert summary.startswith("| what | figure |") and summary.count("\n") >= 6
+    assert README.split(start, 1)[1].split(end, 1)[0] == summary

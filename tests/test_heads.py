@@ -1,4 +1,4 @@
-"""Speculative methods (issue #16): the heads' parameter counts from their real structure, their
+"""Speculative methods: the heads' parameter counts from their real structure, their
 KV cache and draft step as vLLM runs them, and --method on the command line."""
 
 from __future__ import annotations

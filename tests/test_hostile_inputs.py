@@ -1,4 +1,4 @@
-"""Inputs an adversary would try (issue #13, items 6-11): every one ends with exit code 2 and one
+"""Inputs an adversary would try: every one ends with exit code 2 and one
 line naming the problem, fast, without reading what it should not; plus hypothesis fuzzing of
 config.json and safetensors headers."""
 

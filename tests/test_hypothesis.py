@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) for the maths and the memory model (DESIGN §9)."""
+"""Property tests (hypothesis) for the maths and the memory model."""
 
 from __future__ import annotations
 

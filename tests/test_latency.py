@@ -1,4 +1,5 @@
-"""Roofline step time (DESIGN §4): its shape, not yet its calibration (see issue: speed model)."""
+"""Roofline step time: its shape (its calibration against published measurements is
+tests/test_calibration.py)."""
 
 from __future__ import annotations
 

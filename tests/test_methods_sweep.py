@@ -1,4 +1,4 @@
-"""A sweep over speculative methods (issue #16): the `methods` axis adds each target's published
+"""A sweep over speculative methods: the `methods` axis adds each target's published
 heads and n-gram lookup, drops other methods, and best_pairs ranks the methods against each
 other; read back with pyarrow as a BI tool would."""
 
@@ -59,7 +59,7 @@ def test_ngram_needs_the_users_acceptance(tmp_path):
         plan_of(tmp_path, BASE + "methods: [ngram]\n")
     assert str(error.value).endswith(
         "(llama-3.1-8b, ngram): n-gram acceptance depends on how much the output repeats the "
-        "prompt: give --acceptance-rate (or --acceptance-rates) for llama-3.1-8b with ngram; in "
+        "prompt: give acceptance_rate (or acceptance_rates) for llama-3.1-8b with ngram; in "
         "a sweep, give the pair its acceptance_rates under pairs, or acceptance_rates for every "
         "pair"
     )

@@ -1,6 +1,13 @@
-"""Checkpoints users bring today (issue #15): real config.json files (tests/data/configs/, each
-with its source), counted exactly against their published totals, and their KV cache laid out
-as the engine allocates it."""
+"""Checkpoints users bring today: their config.json files (tests/data/configs/, each with its
+source), counted exactly against their published totals, and their KV cache laid out as the
+engine allocates it.
+
+Not every fixture is a byte-for-byte copy of the Hub file, and the tests say which: `verbatim`
+copies (some trimmed of fields the count does not read), `reconstructed` ones (GLM-4.5,
+GLM-4.5-Air, Qwen2.5-VL-7B: written from the published file, every field corroborated by other
+copies), a `composite` one (Llama-4-Scout: the base model's config with the Instruct fields)
+and a `proxy` (Qwen3-Next-80B-A3B-Instruct: the Thinking variant's config, the same
+architecture). Each fixture's config_source says which and why."""
 
 from __future__ import annotations
 
@@ -14,6 +21,17 @@ from infersize.core.memory import kv_layout
 from infersize.core.params import param_counts
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
+KINDS = ("reconstructed", "composite", "proxy")
+
+
+def provenance(name: str) -> str:
+    """How faithful a fixture is to the Hub file: reconstructed, composite, proxy or verbatim."""
+    source = json.loads((CONFIGS / f"{name}.json").read_text())["config_source"]
+    return next((k for k in KINDS if source.upper().startswith(k.upper())), "verbatim")
+
+
+def ids(names):
+    return [f"{provenance(n)}-{n}" for n in names]
 
 
 def load(name: str):
@@ -22,15 +40,26 @@ def load(name: str):
     return fixture, model_from_config(fixture["config"], name, name, name)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        *("phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"),
-        *("mistral-small-3.1-24b-instruct-2503", "qwen2.5-vl-7b-instruct"),
-        *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct", "llama-4-scout-17b-16e-instruct"),
+COUNTED = [
+    *("phi-4", "gemma-3-27b-it", "gpt-oss-20b", "gpt-oss-120b", "glm-4.5", "glm-4.5-air"),
+    *("mistral-small-3.1-24b-instruct-2503", "qwen2.5-vl-7b-instruct"),
+    *("qwen3-vl-8b-instruct", "qwen3-vl-30b-a3b-instruct", "llama-4-scout-17b-16e-instruct"),
+    "qwen3-next-80b-a3b-instruct",
+]
+
+
+def test_the_non_verbatim_fixtures_are_the_ones_the_tests_name():
+    """A fixture that is not a copy of the Hub file says so first in its config_source."""
+    kinds = {n: provenance(n) for n in COUNTED}
+    assert {n for n, k in kinds.items() if k != "verbatim"} == {
+        "glm-4.5", "glm-4.5-air", "qwen2.5-vl-7b-instruct", "llama-4-scout-17b-16e-instruct",
         "qwen3-next-80b-a3b-instruct",
-    ],
-)
+    }  # fmt: skip
+    assert kinds["llama-4-scout-17b-16e-instruct"] == "composite"
+    assert kinds["qwen3-next-80b-a3b-instruct"] == "proxy"
+
+
+@pytest.mark.parametrize("name", COUNTED, ids=ids(COUNTED))
 def test_parameter_counts_equal_the_published_totals(name):
     fixture, model = load(name)
     assert param_counts(model).total == fixture["published_total_params"]
@@ -77,7 +106,9 @@ def test_kimi_k2_caches_one_latent_per_layer():
     ("name", "main", "layers"),
     [("glm-4.5", 352_797_829_024, 92), ("glm-4.5-air", 106_852_251_264, 46)],
 )
-def test_glm_4_5_checkpoint_holds_one_mtp_layer_that_vllm_serves_without(name, main, layers):
+def test_glm_4_5_reconstructed_config_holds_one_mtp_layer_that_vllm_serves_without(
+    name, main, layers
+):
     """The Hub total includes the MTP layer (model.layers.<n>.*: a full MoE decoder layer,
     eh_proj, three norms and its own embed_tokens and shared_head.head); the served weights
     (vLLM's Glm4MoeForCausalLM skips the spec layer) are the main model's. Attention is full in
@@ -108,7 +139,7 @@ VISION = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(VISION))
+@pytest.mark.parametrize("name", sorted(VISION), ids=ids(sorted(VISION)))
 def test_vision_towers_load_beside_a_full_attention_decoder(name):
     """The decoder counts as its text model does today (Qwen2.5-VL's text is Qwen2.5-7B's
     7,615,616,512; Qwen3-VL's is Qwen3-8B's and Qwen3-30B-A3B's Hub totals); the tower and
@@ -125,7 +156,7 @@ def test_vision_towers_load_beside_a_full_attention_decoder(name):
     assert layout.window_bytes_per_token == 0
 
 
-def test_llama_4_scout_is_moe_in_every_layer_and_chunks_36_of_them():
+def test_llama_4_scout_composite_config_is_moe_in_every_layer_and_chunks_36_of_them():
     """16 experts, top-1, and a shared expert of the same size in all 48 layers. The RoPE
     layers (no_rope_layers is empty: every 4th layer is global, without RoPE) attend within
     8192-token chunks. vLLM turns its hybrid allocator off for chunked local attention (config/
@@ -141,7 +172,7 @@ def test_llama_4_scout_is_moe_in_every_layer_and_chunks_36_of_them():
     assert layout.bytes_per_token == 48 * 2 * 8 * 128 * 2 and layout.window_bytes_per_token == 0
 
 
-def test_llama_4_maverick_alternates_dense_and_moe_layers(catalog):
+def test_llama_4_maverick_trimmed_config_alternates_dense_and_moe_layers(catalog):
     """interleave_moe_layer_step 2: layers 1, 3, ..., 47 are MoE (128 experts, top-1, a shared
     expert), the other 24 dense SwiGLU of intermediate_size_mlp 16384. The fixture is a trimmed
     config without vision_config: its decoder is 400,711,848,960; with Scout's vision_config
@@ -157,7 +188,7 @@ def test_llama_4_maverick_alternates_dense_and_moe_layers(catalog):
     assert param_counts(catalog.model("llama-4-maverick")) == param_counts(full)
 
 
-def test_qwen3_next_caches_12_layers_per_token_and_36_states_per_sequence():
+def test_qwen3_next_proxy_config_caches_12_layers_per_token_and_36_states_per_sequence():
     """36 Gated DeltaNet layers hold no per-token KV but a fixed state per sequence (conv
     window 8192 x 3 and 32 value heads' 128 x 128 matrix, at the model's bf16 whatever the KV
     dtype), split over TP ranks; the 12 gated full-attention layers cache 2 KV heads of 256.
@@ -188,7 +219,9 @@ CATALOG_ENTRIES = {
 }
 
 
-@pytest.mark.parametrize(("name", "entry"), sorted(CATALOG_ENTRIES.items()))
+@pytest.mark.parametrize(
+    ("name", "entry"), sorted(CATALOG_ENTRIES.items()), ids=ids(sorted(CATALOG_ENTRIES))
+)
 def test_catalog_entry_counts_and_caches_as_its_config(catalog, name, entry):
     """The catalog entry says what the checkpoint's config.json says: same parameters by
     component, same KV layout, same largest image."""

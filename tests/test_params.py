@@ -1,5 +1,5 @@
 """Parameter counts from config fields against published totals (tests/data/published_params.csv,
-each row with its source: HF safetensors totals and model cards via shared/reference)."""
+each row with its source: Hugging Face safetensors totals and model cards)."""
 
 from __future__ import annotations
 

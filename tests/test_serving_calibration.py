@@ -55,12 +55,6 @@ LOCKSTEP = (
     "prefilled together in one step (199 ms at concurrency 4, with no spread), where the measured "
     "answers end at different lengths and the clients drift apart (median 53 ms)"
 )
-PREFILL_ON_TOP = (
-    "a 256-token prompt costs 45 ms of compute at mfu 0.5 on an RTX 4090, added to the weight "
-    "reads of the step it joins (core/latency.py adds memory and compute time), and decode reads "
-    "weights at 0.66 of the bandwidth: where a new prompt joins most steps (32-48 clients), the "
-    "replica comes out 26-28 % slower than measured"
-)
 SMALL_EXPERTS = (
     "the roofline prices a step of 256 decodes at 11 ms where the measured TPOT is 29 ms: "
     "Qwen3-Next's 512 experts of 512 columns (128 per GPU at TP 4) and its 36 Gated DeltaNet "
@@ -75,20 +69,11 @@ KNOWN_MISSES = {
         for c in (4, 8, 16)
         for s in ("mean", "p50")
     },
-    **{
-        f"mushfiq-mistral7b-4090-c{c}-{k}": PREFILL_ON_TOP
-        for c in (32, 48)
-        for k in ("rps", "output-tps")
-    },
     "mushfiq-mistral7b-4090-c48-ttft-p50": (
         "the measured median (840 ms) lies above the mean (667 ms): a split into waves that the "
         "simulator's equal lengths do not produce"
     ),
     **{f"recipes-qwen3next-80b-4xb200-tp4-c256-{k}": SMALL_EXPERTS for k in QWEN3_NEXT_FIGURES},
-    "tt-qwen25-72b-2xh100-isl128-osl1024-c1-ttft-mean": (
-        "a 128-token prefill is priced as the weight read plus 19 ms of compute at mfu 0.5; "
-        "measured, it costs 4-10 ms more than a decode step"
-    ),
 }
 
 

@@ -171,7 +171,7 @@ def test_resume_with_another_config_is_refused(tmp_path):
     run_sweep(plan, out)
     other = output.start(out, output.new_run_id())  # an unfinished run of another config
     (other.work / "plan.json").write_text(json.dumps({"run_hash": "something else"}))
-    with pytest.raises(Exception, match="another sweep or config; run without --resume"):
+    with pytest.raises(Exception, match="another sweep or config; run without resume"):
         run_sweep(plan, out, RunOptions(resume=True))
 
 

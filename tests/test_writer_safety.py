@@ -1,4 +1,4 @@
-"""The sweep writer under attack (issue #13, items 1-5): killed runs, failing writes at every
+"""The sweep writer under attack: killed runs, failing writes at every
 step, foreign files, resumes of another configuration, and paths that try to leave the folder.
 Nothing a user wrote is ever deleted or half-replaced, and the published tables are always one
 whole run's."""
@@ -196,7 +196,7 @@ def test_resume_refuses_a_run_of_other_outputs(tmp_path, monkeypatch, change):
     """Item 4: the hash a resume must match covers every output setting."""
     plan = plan_of(tmp_path)
     out = _resumable(tmp_path, plan, monkeypatch, best_top_n=3)
-    with pytest.raises(OutputError, match="another sweep or config; run without --resume"):
+    with pytest.raises(OutputError, match="another sweep or config; run without resume"):
         run_sweep(plan, out, RunOptions(resume=True, **{"best_top_n": 3, **change}))
 
 

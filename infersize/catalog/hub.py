@@ -17,7 +17,7 @@ from infersize.catalog.checkpoint import Checkpoint, Tensor, precision_of, weigh
 from infersize.catalog.hfconfig import CheckpointError, model_from_config
 from infersize.files import InputFileError, atomic_write, read_input
 
-ADVICE = "use a local folder (--target ./path/to/model) or a catalog name"
+ADVICE = "use a local folder (the path to the model's files) or a catalog name"
 
 
 def cache_dir() -> Path:

@@ -5,6 +5,7 @@ line shows the traceback instead."""
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 import sys
 from typing import Any, NoReturn
@@ -13,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from infersize import __version__
-from infersize.errors import InfersizeError, ValueRangeError
+from infersize.errors import InfersizeError
 
 
 def flag(field: str) -> str:
@@ -42,11 +43,47 @@ def _usage_message(exc: typer.TyperException) -> str:
 
 
 def _message(exc: InfersizeError) -> str:
-    return exc.render(flag) if isinstance(exc, ValueRangeError) else str(exc)
+    """The error in the command line's words: settings as flags, commands as typed."""
+    return exc.render(flag, lambda words: f"'infersize {words}'")
+
+
+def prose(text: str) -> str:
+    """A docstring as the terminal should wrap it: each paragraph on one line. Docstrings are
+    wrapped by hand at the source's line length, and Typer keeps those breaks."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _plain_flags(params: list[Any]) -> None:
+    """Nothing is typed after a flag, so its help shows no type (`<bool>` otherwise)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+
+
+def _tidy(command: Any, ctx: Any) -> None:
+    """The help of a command and of every command under it: prose, and flags without a type."""
+    if command.help:
+        command.help = prose(command.help)
+    _plain_flags(command.get_params(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        _tidy(sub, ctx)
 
 
 class CleanErrors(TyperGroup):
-    """Turns usage errors and library errors into `error: <one line>` and exit code 2."""
+    """Turns usage errors and library errors into `error: <one line>` and exit code 2, and
+    tidies the help of every command (`_tidy`), in the list of commands and in its own help."""
+
+    def get_params(self, ctx: Any) -> Any:
+        params = super().get_params(ctx)
+        _plain_flags(params)
+        return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _tidy(command, ctx)
+        return command
 
     def main(  # type: ignore[override]
         self,
@@ -99,26 +136,6 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-
-
-def _display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    """Help shows what to type: nothing after a flag, FILE... for file lists, not `<bool>`
-    and `<list[Path]>`."""
-    if self.metavar is not None:
-        return self.metavar
-    if self.is_flag:
-        return None
-    label = self.display_type(ctx)
-    return {"<list[Path]>": "FILE...", "<Path>": "PATH", "<Path | None>": "PATH"}.get(label, label)
-
-
-typer.core.TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
-try:  # cli/coerce.py reaches into Typer's internals (typer 0.29)
-    from infersize.cli import coerce
-
-    coerce.install()
-except (ImportError, AttributeError):  # another Typer converts every value itself, as before
-    pass
 
 
 def _version(value: bool) -> None:

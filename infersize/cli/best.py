@@ -93,17 +93,8 @@ def best(
     from infersize.sweep.best import Filters
 
     if request_rate is not None or sla is not None or workload is not None:
-        decode_only = {"--tp": tp, "--target-quant": target_quant, "--draft-quant": draft_quant,
-                       "--engine": engine, "--context-length": context, "--batch-size": batch,
-                       "--alpha": alpha}  # fmt: skip
-        given = [flag for flag, value in decode_only.items() if value is not None]
-        if given:
-            raise InfersizeError(f"{', '.join(given)} selects decode tables, not --request-rate")
-        if request_rate is None or sla is None:
-            raise InfersizeError("--request-rate and --sla go together (and --workload)")
-        _print_fleet(output_dir, request_rate, sla, workload, by, scenario, gpu, target, as_json)
+        _print_fleet(output_dir, locals(), as_json)
         return
-
     filters = Filters(
         gpu=gpu,
         target=target,
@@ -119,22 +110,31 @@ def best(
     print_best(console(), output_dir, filters, as_json, top)
 
 
-def _print_fleet(
-    out_dir: Path, rate: float, sla: str, workload: str | None, by: str, scenario: int | None,
-    gpu: str | None, target: str | None, as_json: bool,
-) -> None:  # fmt: skip
+def _print_fleet(out_dir: Path, options: dict[str, object], as_json: bool) -> None:
+    """`best --request-rate R --sla NAME`: the fewest GPUs per GPU type for the load."""
     from infersize.show.capacity_panel import FLEET_COLUMNS, fleet_rows
     from infersize.show.terminal import console, render_table
     from infersize.sweep.capacity_best import FleetAsk, fewest_gpus
 
-    ask = FleetAsk(request_rate=rate, sla=sla, workload=workload, by=by, scenario=scenario,
-                   gpu=gpu, target=target)  # fmt: skip
+    decode_only = ("tp", "target_quant", "draft_quant", "engine", "context", "batch", "alpha")
+    given = [name for name in decode_only if options[name] is not None]
+    if given:
+        flags = ", ".join("--" + {"context": "context-length", "batch": "batch-size"}.get(n, n)
+                          .replace("_", "-") for n in given)  # fmt: skip
+        raise InfersizeError(f"{flags} selects decode tables, not --request-rate")
+    rate, sla = options["request_rate"], options["sla"]
+    if not isinstance(rate, float) or not isinstance(sla, str):
+        raise InfersizeError("--request-rate and --sla go together (and --workload)")
+    ask = FleetAsk(
+        request_rate=rate, sla=sla, workload=options["workload"], by=options["by"],  # type: ignore[arg-type]
+        scenario=options["scenario"], gpu=options["gpu"], target=options["target"],  # type: ignore[arg-type]
+    )  # fmt: skip
     answer = fewest_gpus(out_dir, ask)
     if as_json:
         typer.echo(json.dumps({
-            "request_rate": rate, "sla": sla, "workload": answer.workload, "by": by,
+            "request_rate": rate, "sla": sla, "workload": answer.workload, "by": ask.by,
             "acceptance_scenario": answer.scenario, "rows": answer.rows, "notes": answer.notes,
         }, indent=2))  # fmt: skip
         return
-    title = f"Fewest {'GPUs' if by == 'gpus' else 'dollars'} per GPU type: " + answer.notes[0]
+    title = f"Fewest {'GPUs' if ask.by == 'gpus' else 'dollars'} per GPU type: " + answer.notes[0]
     render_table(console(), title, FLEET_COLUMNS, fleet_rows(answer.rows))

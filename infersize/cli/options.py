@@ -137,7 +137,9 @@ AllowCrossTokenizer = Annotated[
 CatalogFiles = Annotated[
     list[Path] | None,
     typer.Option(
-        "--catalog", help="Overlay YAML with your own models/gpus/precisions (repeatable)."
+        "--catalog",
+        help="Overlay YAML with your own models/gpus/precisions (repeatable).",
+        metavar="FILE...",
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")]

@@ -199,7 +199,10 @@ def check_pair(target: Model, draft: Model | None, allow_cross_tokenizer: bool) 
         return
     problem = pairing_problem(target, draft, allow_cross_tokenizer)
     if problem:
-        raise InfersizeError(f"{problem}; add --allow-cross-tokenizer to size it anyway")
+        raise InfersizeError(
+            f"{problem}; add {{allow_cross_tokenizer}} to size it anyway",
+            settings=("allow_cross_tokenizer",),
+        )
 
 
 def draft_is_smaller(target: Model, draft: Model) -> bool:

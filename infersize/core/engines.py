@@ -6,11 +6,11 @@ did not subtract CUDA graphs before sizing the pool and logged the pool's tokens
 crediting sliding windows. Their pool constants are fitted to public vLLM start-up logs.
 
 Every fitted constant comes from benchmarks/fit_engine_constants.py, which minimises the worst
-error relative to its bound over the bounded rows of tests/data/measurements.csv (each row
-quoted with its source; docs/calibration.md has the table): `plain` holds the set shared by the
-CUDA-graph engines (gpt-fast, LMDeploy, SGLang, NIM, TensorRT-LLM, AutoAWQ); the vLLM presets
-their own (V1's async scheduling hides the per-step CPU work); llama.cpp a third, whose kernels
-are launched per layer.
+error relative to its bound over the `fit` rows of tests/data/measurements.csv (each row
+quoted with its source; the `check` rows are never fitted to, and docs/calibration.md gives the
+errors on both): `plain` holds the set shared by the CUDA-graph engines (fitted to gpt-fast and
+LMDeploy; checked on SGLang, NIM, TensorRT-LLM, AutoAWQ); the vLLM presets their own; llama.cpp
+a third, whose kernels are launched per layer.
 """
 
 from __future__ import annotations
@@ -26,17 +26,19 @@ MIB = 2**20
 
 # Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
 # the peak of vLLM's profiling sampler run (gpu_model_runner._dummy_sampler_run), by sampler
-# (ops/topk_topp_sampler.py). Fitted to start-up logs in tests/data/vllm_logs.csv:
+# (ops/topk_topp_sampler.py), from start-up logs that print the profiling peak:
 SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
     # Triton top-k/top-p (apply_top_k_top_p_triton): the default from 0.17 on. Logs q1-q4 (their
     # sum with the CUDA graph estimate; the split between the two is not identified).
     "triton": 12.0,
     # PyTorch sort-based top-k/top-p (apply_top_k_top_p): the default from 0.11 to 0.16 and on
-    # ROCm; sorted logits, int64 indices, probabilities and masks. Log d3 prints the peak:
-    # 1.4 GiB for 256 rows of 151,936 logits.
+    # ROCm; sorted logits, int64 indices, probabilities and masks. A vLLM 0.10.2 log of
+    # Qwen3-235B-A22B FP8 at TP 8 on L40S printed a 1.4 GiB peak for 256 rows of 151,936 logits
+    # (its public source is to be found again: the row left tests/data/measurements.csv).
     "pytorch": 38.6,
     # FlashInfer's fused kernels (VLLM_USE_FLASHINFER_SAMPLER=1; on by default in 0.9-0.10 where
-    # FlashInfer is installed). Log d1: 2.4 GiB for 1024 rows of 151,936.
+    # FlashInfer is installed). https://github.com/vllm-project/vllm/issues/21524 prints 2.4 GiB
+    # for 1024 rows of 151,936.
     "flashinfer": 16.6,
 }
 
@@ -80,23 +82,25 @@ VLLM_V1 = Engine(
     name="vllm",
     description="vLLM V1 (rules of release 0.33.0): pre-grabs gpu_memory_utilization of the "
     "device for weights, activations, CUDA graphs and one KV pool shared by target and draft",
-    overhead_gib=0.07,  # non-torch memory after the snapshot: log f1 prints 0.07 GiB at TP 1
-    tp_overhead_gib=0.14,  # and log d3 0.21 GiB at TP 8 (custom all-reduce's IPC buffers)
+    # non-torch memory after the snapshot: 0.07 GiB at TP 1, as the llava-v1.6 log (row f1 of
+    # tests/data/measurements.csv, with its source) prints it
+    overhead_gib=0.07,
+    tp_overhead_gib=0.14,  # 0.21 GiB at TP 8, the vLLM 0.10.2 L40S log above (custom all-reduce)
     pools_kv=True,
     vllm_release="0.33.0",
     # fitted (benchmarks/fit_engine_constants.py) to vLLM V1 batch-1 decode: the vLLM blog's
-    # Llama-3.1-8B on H100 (0.19.1; zero and 100k context) and the 0.28.0 A100 run of
-    # docs/reference; the per-layer launch cost is the shared one
-    mbu=0.6625,
+    # Llama-3.1-8B on H100 (0.19.1; zero and 100k context); the per-layer launch cost is the
+    # shared one. Checked on a 0.28.0 A100 run, which it over-predicts by 27%
+    mbu=0.85,
     kv_mbu=0.90,  # the blog's slope: 128 KiB of KV per token read at 3.0 TB/s
-    step_overhead_s=0.0,  # async scheduling prepares step n+1 while the GPU runs step n
+    step_overhead_s=8.0e-4,
     gpu_memory_utilization=0.9,
     large_gpu_gib=160.0,  # EngineArgs.get_batch_defaults, 0.33.0
-    activation_factor=2.5,  # fitted: benchmarks/fit_engine_constants.py (log q3 sets it)
+    activation_factor=2.5,  # fitted: benchmarks/fit_engine_constants.py (blog log q3 sets it)
     sampler="triton",  # apply_top_k_top_p_triton, the default from 0.17
     estimates_cuda_graphs=True,  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, default since 0.21
     graph_bytes_per_layer=0.125
-    * MIB,  # fitted: benchmarks/fit_engine_constants.py (logs q1, q2, q4)
+    * MIB,  # fitted: benchmarks/fit_engine_constants.py (blog logs q1, q2, q4)
     graph_moe_extra=0.9,
     credits_windows_in_tokens=True,  # kv_cache_utils.get_kv_cache_capacity, 0.21+
     steps_in_flight=2.0,  # async scheduling keeps two batches in flight (0.33 default)
@@ -109,7 +113,7 @@ VLLM_V1_EARLY = replace(
     "the logged tokens do not credit sliding windows",
     vllm_release="0.15.0",
     large_gpu_gib=math.inf,
-    activation_factor=1.6,  # fitted: benchmarks/fit_engine_constants.py (logs f1, b1)
+    activation_factor=2.0,  # fitted: benchmarks/fit_engine_constants.py (logs a1, d1, e1)
     sampler="pytorch",  # sort-based apply_top_k_top_p: FlashInfer's was opt-in
     estimates_cuda_graphs=False,
     credits_windows_in_tokens=False,
@@ -132,11 +136,12 @@ ENGINES: dict[str, Engine] = {
         overhead_gib=1.04,  # not calibrated separately: plain's
         tp_overhead_gib=0.74,
         # fitted (benchmarks/fit_engine_constants.py) to 2025 builds: the CUDA scoreboard of
-        # discussion #15013 (Llama-2-7B Q4_0 on six GPUs), PRs #15131 and #15802, issue #14863
-        mbu=0.95,
+        # https://github.com/ggml-org/llama.cpp/discussions/15013 (Llama-2-7B Q4_0, six GPUs);
+        # checked on three other llama.cpp threads (docs/calibration.md)
+        mbu=0.775,
         mfu=0.60,
         step_overhead_s=2.5e-4,
-        layer_overhead_s=4.0e-5,
+        layer_overhead_s=1.0e-5,
         support_family="llama.cpp",
     ),
 }

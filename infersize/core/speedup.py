@@ -132,7 +132,7 @@ register_speedup_model(
     SpeedupModel(
         name="linear",
         label="Linear Speedup",
-        summary="S = (1 + αK) / (1 + (K+1)/γ), the linear formula printed in the seed example; "
+        summary="S = (1 + αK) / (1 + (K+1)/γ), the seed example's linear formula; "
         "not Leviathan's theorem, it overstates the speedup",
         step_cost=lambda k, t: linear_step_cost(k, t.latency_ratio),
         tokens_per_step=linear_tokens,

@@ -70,13 +70,15 @@ def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcc
     if method == "ngram":
         raise InfersizeError(
             f"n-gram acceptance depends on how much the output repeats the prompt: give "
-            f"--acceptance-rate (or --acceptance-rates) for {target.id} with ngram"
+            f"{{acceptance_rate}} (or {{acceptance_rates}}) for {target.id} with ngram",
+            settings=("acceptance_rate", "acceptance_rates"),
         )
     rows = [r for r in catalog.published_acceptance if r.method == method and r.use_for_fit]
     if not rows:
         raise InfersizeError(
             f"no published acceptance for {draft.id} ({method}) in the catalog: give "
-            "--acceptance-rate (or --acceptance-rates, as vLLM logs them)"
+            "{acceptance_rate} (or {acceptance_rates}, as vLLM logs them)",
+            settings=("acceptance_rate", "acceptance_rates"),
         )
     alphas = [r.alpha for r in rows]
     mean = round(sum(alphas) / len(alphas), 4)

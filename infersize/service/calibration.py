@@ -1,23 +1,39 @@
-"""infersize's prediction for each published measurement of tests/data/measurements.csv, through
-the same code paths as `spec` (used by the calibration test and the docs' calibration table)."""
+"""infersize's prediction for each published measurement of tests/data/measurements.csv: each
+row is turned into the `infersize spec` question it answers (a `SpecRequest`) and predicted by
+`run_spec`, the function `spec` runs, so the calibration checks the path users run. Used by
+the calibration test, the docs' calibration table and benchmarks/fit_engine_constants.py.
+
+Each row is marked `split`: `fit` rows are the ones benchmarks/fit_engine_constants.py fits the
+engine presets' constants to; `check` rows are never fitted to, so their errors are out of
+sample. The rule that assigns them is stated in docs/calibration.md and held by the tests.
+"""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from infersize.catalog.store import load_catalog
-from infersize.core.engines import Engine, EngineSettings, configure_engine, get_engine
-from infersize.core.fit import PoolMemory, deployment_memory
-from infersize.core.latency import step_time_s
+from infersize.catalog.store import Catalog, load_catalog
+from infersize.core.engines import ENGINES, Engine, EngineSettings, register_engine
 from infersize.core.memory import GIB
-from infersize.core.speculative import alpha_from_vllm_acceptance_rate, speedup_leviathan
-from infersize.core.speed import deployment_speed
-from infersize.core.speedup import get_speedup_model
-from infersize.service.resolve import DeploymentRequest, resolve_deployment, resolve_side
+from infersize.core.speculative import alpha_from_vllm_acceptance_rate
+from infersize.service.request import SpecRequest
+from infersize.service.resolve import DeploymentRequest
+from infersize.service.spec import run_spec
+from infersize.service.spec_result import SpecResult
 
 Row = dict[str, str]
 POOL_KINDS = ("kv_pool_gib", "vllm_kv_pool_tokens", "vllm_max_concurrency")
+SPLITS = ("fit", "check")
+POOL_ALPHA = 0.5  # vLLM's pool does not depend on α; `spec` needs one for a draft all the same
+# Theorem 3.8 rows give α, K and c = 1/γ only: with γ given, `spec` prices Leviathan's speedup
+# from those three alone, whatever the deployment (any one that fits; this is the seed example)
+THEOREM_DEPLOYMENT = DeploymentRequest(
+    target="qwen2.5-7b", gpu="a100", target_quant="fp16", draft="qwen2.5-0.5b", draft_quant="int4"
+)
 
 
 def load_measurements(path: Path) -> list[Row]:
@@ -25,100 +41,169 @@ def load_measurements(path: Path) -> list[Row]:
         return list(csv.DictReader(handle))
 
 
+@dataclass(frozen=True)
+class FitGroup:
+    """The bounded rows that one set of an engine preset's constants is fitted to."""
+
+    engine: str
+    kinds: tuple[str, ...]
+    batch_one: bool  # batch-1 rows only: the preset's batch-16-64 rows are never fitted to
+
+
+FIT_GROUPS = (
+    FitGroup("plain", ("decode_tokens_per_s",), batch_one=False),
+    FitGroup("vllm", ("decode_tokens_per_s",), batch_one=True),
+    FitGroup("llama.cpp", ("decode_tokens_per_s",), batch_one=True),
+    FitGroup("vllm", POOL_KINDS, batch_one=False),
+    FitGroup("vllm-0.15", POOL_KINDS, batch_one=False),
+)
+
+
+def source_of(row: Row) -> str:
+    """The publication a row comes from: its source's URL or repo@commit:path."""
+    return row["source"].split(" ", 1)[0]
+
+
+def group_rows(group: FitGroup, rows: list[Row]) -> list[Row]:
+    return [
+        r
+        for r in rows
+        if r["engine"] == group.engine
+        and r["kind"] in group.kinds
+        and r["bounded"] == "yes"
+        and (not group.batch_one or r["batch_size"] == "1")
+    ]
+
+
+def fit_sources(rows: list[Row]) -> set[str]:
+    """The split rule: whole sources, the largest first (ties: the one listed first), until
+    they hold at least half of the group's rows. The other sources are never fitted to."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[source_of(row)] = counts.get(source_of(row), 0) + 1
+    chosen: set[str] = set()
+    for source in sorted(counts, key=lambda s: -counts[s]):  # stable: first listed first
+        if 2 * sum(counts[s] for s in chosen) >= len(rows):
+            break
+        chosen.add(source)
+    return chosen
+
+
+def expected_splits(rows: list[Row]) -> dict[str, str]:
+    """Each row's split under the rule: `fit` for every row of a source some group is fitted
+    to, `check` for the rest, so that no source is in both."""
+    chosen: set[str] = set()
+    for group in FIT_GROUPS:
+        chosen |= fit_sources(group_rows(group, rows))
+    return {row["id"]: "fit" if source_of(row) in chosen else "check" for row in rows}
+
+
 def _optional_int(text: str) -> int | None:
     return int(text) if text else None
 
 
-def row_engine(row: Row) -> Engine:
+def engine_settings(row: Row) -> EngineSettings:
     """The engine preset of a row with the settings its log states."""
     utilization = row.get("gpu_memory_utilization")
-    settings = EngineSettings(
+    return EngineSettings(
         engine=row["engine"],
         gpu_memory_utilization=float(utilization) if utilization else None,
         max_num_batched_tokens=_optional_int(row.get("max_num_batched_tokens", "")),
         max_num_seqs=_optional_int(row.get("max_num_seqs", "")),
         vllm_sampler=row.get("vllm_sampler") or None,
     )
-    return configure_engine(settings)
 
 
-def _pool(row: Row, engine: Engine) -> PoolMemory:
-    """vLLM's pool for a start-up log: the target (and draft) alone, at the log's settings."""
-    request = DeploymentRequest(
+def _mean_context(row: Row) -> int:
+    """The mean context over the generated tokens: the prompt and half the output."""
+    return max(1, round(int(row["input_tokens"]) + int(row["output_tokens"]) / 2))
+
+
+def spec_request(row: Row) -> SpecRequest:
+    """The `infersize spec` question a measurement answers."""
+    kind = row["kind"]
+    if kind == "leviathan_expected":  # Theorem 3.8 at the paper's α, K and c
+        return SpecRequest(
+            deployment=THEOREM_DEPLOYMENT,
+            acceptance_rate=float(row["alpha"]),
+            draft_k=int(row["draft_k"]),
+            latency_ratio=1.0 / float(row["cost_coefficient"]),
+            speedup_model="leviathan",
+        )
+    deployment = DeploymentRequest(
         target=row["model"],
         gpu=row["gpu"],
         target_quant=row["precision"],
         draft=row.get("draft") or None,
-        kv_dtype=row.get("kv_dtype") or "fp16",
-        tp=int(row["tp"]),
-    )
-    dep = resolve_deployment(request, load_catalog(), engine)
-    k = int(row["draft_k"]) if row.get("draft_k") else 0
-    memory = deployment_memory(dep.numbers, engine, int(row["context_length"]), 1, k)
-    assert memory.pool is not None
-    return memory.pool
-
-
-def _speculative_speedup(row: Row, engine: Engine) -> float:
-    """Roofline speedup at the logged acceptance (accepted / drafted tokens, as vLLM and
-    llama.cpp log it, converted to α at the row's K) over the mean context of the run."""
-    request = DeploymentRequest(
-        target=row["model"],
-        gpu=row["gpu"],
-        target_quant=row["precision"],
-        draft=row["draft"],
         draft_quant=row.get("draft_precision") or "auto",
         kv_dtype=row.get("kv_dtype") or "fp16",
         tp=int(row["tp"]),
     )
-    numbers = resolve_deployment(request, load_catalog(), engine).numbers
-    assert numbers.draft is not None
-    k = int(row["draft_k"])
-    alpha = alpha_from_vllm_acceptance_rate(float(row["alpha"]), k)
-    context = int(row["input_tokens"]) + int(row["output_tokens"]) / 2
-    speed = deployment_speed(
-        numbers.target, numbers.draft, engine, get_speedup_model("roofline"),
-        context, int(row["batch_size"]), alpha, k,
-    )  # fmt: skip
-    return float(speed.speedup)
-
-
-def predict(row: Row, engine: Engine | None = None) -> float:
-    kind = row["kind"]
-    if kind in POOL_KINDS:
-        pool = _pool(row, engine or row_engine(row))
-        figure = {
-            "kv_pool_gib": pool.kv_pool / GIB,
-            "vllm_kv_pool_tokens": pool.kv_pool_tokens,
-            "vllm_max_concurrency": pool.max_concurrent_sequences,
-        }[kind]
-        return float(figure)
-    if kind == "leviathan_expected":  # Theorem 3.8 with the paper's α, γ (K) and c
-        return float(
-            speedup_leviathan(
-                float(row["alpha"]), int(row["draft_k"]), 1.0 / float(row["cost_coefficient"])
-            )
+    settings = engine_settings(row)
+    if kind in POOL_KINDS:  # the pool a start-up log reports, at the log's context
+        return SpecRequest(
+            deployment=deployment,
+            context_length=int(row["context_length"]),
+            acceptance_rate=None if deployment.draft is None else POOL_ALPHA,
+            engine=settings,
         )
-    if kind == "speculative_speedup":
-        return _speculative_speedup(row, engine or row_engine(row))
-    engine = engine or get_engine(row["engine"])
-    catalog = load_catalog()
-    gpu = catalog.gpu(row["gpu"])
-    side, _ = resolve_side(
-        row["model"],
-        row["precision"],
-        catalog,
-        catalog.kv_dtype("fp16"),
-        gpu,
-        int(row["tp"]),
-        engine.support_family,
-    )
+    if kind == "speculative_speedup":  # accepted / drafted as logged, as α at the row's K
+        k = int(row["draft_k"])
+        return SpecRequest(
+            deployment=deployment,
+            context_length=_mean_context(row),
+            batch_size=int(row["batch_size"]),
+            acceptance_rate=float(alpha_from_vllm_acceptance_rate(float(row["alpha"]), k)),
+            draft_k=k,
+            speedup_model="roofline",
+            engine=settings,
+        )
     if kind == "decode_tokens_per_s":
-        batch = int(row["batch_size"])
-        # the mean context over the generated tokens: prompt + half the output
-        context = int(row["input_tokens"]) + int(row["output_tokens"]) / 2
-        return float(batch / step_time_s(side.numbers.cost, engine, batch, 1, context))
+        return SpecRequest(
+            deployment=deployment,
+            context_length=_mean_context(row),
+            batch_size=int(row["batch_size"]),
+            engine=settings,
+        )
     raise ValueError(f"unknown measurement kind {kind!r}")
+
+
+def _figure(kind: str, result: SpecResult) -> float | None:
+    """The figure of the answer that a measurement of `kind` is compared with."""
+    if kind == "kv_pool_gib":
+        return None if result.kv_pool_bytes is None else result.kv_pool_bytes / GIB
+    if kind == "vllm_kv_pool_tokens":
+        return result.kv_pool_tokens
+    if kind == "vllm_max_concurrency":
+        return result.max_concurrent_sequences
+    if kind == "decode_tokens_per_s":
+        return result.baseline_tokens_per_s
+    return result.speedup  # leviathan_expected, speculative_speedup
+
+
+def predict(row: Row, catalog: Catalog | None = None) -> float:
+    """What `infersize spec` answers to the row's question (under the engine presets now
+    registered: benchmarks/fit_engine_constants.py registers its candidates with
+    `engine_preset`)."""
+    result = run_spec(spec_request(row), catalog or load_catalog())
+    figure = _figure(row["kind"], result)
+    if figure is None:
+        raise ValueError(f"{row['id']}: spec gives no {row['kind']} (it does not fit)")
+    return float(figure)
+
+
+@contextmanager
+def engine_preset(engine: Engine) -> Iterator[None]:
+    """`engine` registered in place of the preset of its name while the block runs."""
+    previous = ENGINES.get(engine.name)
+    register_engine(engine)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del ENGINES[engine.name]
+        else:
+            register_engine(previous)
 
 
 def error(row: Row, predicted: float) -> float:
@@ -143,25 +228,71 @@ def _setup(row: Row) -> str:
     return f"{text}, batch {row['batch_size']}"
 
 
+def _error_text(row: Row, err: float) -> str:
+    return f"{err:+.3f}" if row["kind"] == "leviathan_expected" else f"{err * 100:+.1f}%"
+
+
+def _bound_text(row: Row) -> str:
+    if row["kind"] == "leviathan_expected":
+        return f"±{row['tolerance']}"
+    return f"±{float(row['tolerance']) * 100:.0f}%" if row["bounded"] == "yes" else "n/a"
+
+
 def calibration_table(rows: list[Row]) -> str:
-    """The Markdown table of docs/calibration.md: every row, its prediction and its error."""
+    """The Markdown table of docs/calibration.md: every row, its split, prediction and error."""
+    catalog = load_catalog()
     lines = [
-        "| measurement | what | setup | measured | predicted | error | bound |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+        "| measurement | split | what | setup | measured | predicted | error | bound |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
-        predicted = predict(row)
-        err = error(row, predicted)
-        if row["kind"] == "leviathan_expected":
-            err_text, bound = f"{err:+.3f}", f"±{row['tolerance']}"
-        else:
-            err_text = f"{err * 100:+.1f}%"
-            bound = f"±{float(row['tolerance']) * 100:.0f}%" if row["bounded"] == "yes" else "n/a"
+        predicted = predict(row, catalog)
         unit = "" if row["units"] in ("x", "tokens") else f" {row['units']}"
         digits = 0 if row["units"] == "tokens" else 2
         lines.append(
-            f"| {row['id']} | {row['kind']} | {_setup(row)} | "
-            f"{float(row['measured']):,.{digits}f}{unit} | {predicted:,.{digits}f} | {err_text} | "
-            f"{bound} |"
+            f"| {row['id']} | {row['split']} | {row['kind']} | {_setup(row)} | "
+            f"{float(row['measured']):,.{digits}f}{unit} | {predicted:,.{digits}f} | "
+            f"{_error_text(row, error(row, predicted))} | {_bound_text(row)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _describe(group: FitGroup) -> str:
+    figure = "decode tokens/s" if group.kinds == ("decode_tokens_per_s",) else "vLLM KV pool"
+    batch = ", batch 1" if group.batch_one else ""
+    return f"`{group.engine}` {figure}{batch}"
+
+
+def _errors_text(rows: list[Row], errors: list[float]) -> str:
+    if not rows:
+        return "— | —"
+    i = max(range(len(rows)), key=lambda j: abs(errors[j]) / float(rows[j]["tolerance"]))
+    mean = sum(abs(e) for e in errors) / len(errors)
+    return f"{errors[i] * 100:+.1f}% ({rows[i]['id']}) | {mean * 100:.1f}%"
+
+
+def split_table(rows: list[Row]) -> str:
+    """In-sample beside out-of-sample errors for each set of fitted constants: the `fit` rows
+    it is fitted to, and the bounded `check` rows of the same preset and figure."""
+    catalog = load_catalog()
+    lines = [
+        "| constants | fit rows | in sample: worst (row) | mean \\|error\\| | check rows | "
+        "out of sample: worst (row) | mean \\|error\\| |",
+        "| --- | ---: | --- | ---: | ---: | --- | ---: |",
+    ]
+    for group in FIT_GROUPS:
+        fitted = [r for r in group_rows(group, rows) if r["split"] == "fit"]
+        checked = [
+            r
+            for r in rows
+            if r["split"] == "check" and r["bounded"] == "yes"
+            and r["engine"] == group.engine and r["kind"] in group.kinds
+        ]  # fmt: skip
+        text = [
+            _errors_text(part, [error(r, predict(r, catalog)) for r in part])
+            for part in (fitted, checked)
+        ]
+        lines.append(
+            f"| {_describe(group)} | {len(fitted)} | {text[0]} | {len(checked)} | {text[1]} |"
         )
     return "\n".join(lines) + "\n"

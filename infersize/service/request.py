@@ -60,7 +60,7 @@ def validate_request(req: SpecRequest) -> None:
     if req.acceptance_rates is not None:
         if req.acceptance_rate is not None:
             raise ValueRangeError(
-                "acceptance_rates", "cannot be given with --acceptance-rate: one or the other"
+                "acceptance_rates", "cannot be given with {acceptance_rate}: one or the other"
             )
         if problem := profile_problem(req.acceptance_rates):
             raise ValueRangeError("acceptance_rates", problem)
@@ -131,7 +131,7 @@ def _profile(
         raise ValueRangeError(
             "acceptance_rates",
             f"cannot be used with speedup model {model.name}, which takes one α "
-            "(--acceptance-rate)",
+            "({acceptance_rate})",
         )
     rates = extend_profile(req.acceptance_rates, req.max_k)
     e_at_k = expected_tokens_profile(rates, [req.draft_k])[0]

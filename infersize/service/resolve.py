@@ -105,7 +105,8 @@ def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
         have = f"; the catalog has {method.name} drafters for {', '.join(known)}" if known else ""
         raise InfersizeError(
             f"no published {method.name} drafter for {target.id} in the catalog{have}; give "
-            "--draft (a catalog id, a folder or hf:ID)"
+            "{draft} (a catalog id, a folder or hf:ID)",
+            settings=("draft",),
         )
     return sorted(heads, key=lambda m: m.id)[0]
 
@@ -119,13 +120,16 @@ def with_method(req: DeploymentRequest, catalog: Catalog) -> DeploymentRequest:
     target = resolve_model(req.target, catalog).model
     if req.draft is None:
         if method.speculator is None:
-            raise InfersizeError("--method draft needs --draft (the draft model)")
+            raise InfersizeError(
+                "{method} draft needs {draft} (the draft model)", settings=("method", "draft")
+            )
         return replace(req, draft=published_head(target, method, catalog).id)
     drafter = resolve_model(req.draft, catalog).model
     if method_of(drafter) != method:
         raise InfersizeError(
             f"{drafter.id} is a {method_of(drafter).name} drafter, not {method.name}: drop "
-            "--method or give a matching --draft"
+            "{method} or give a matching {draft}",
+            settings=("method", "draft"),
         )
     return req
 

@@ -300,7 +300,8 @@ def _with_k(intervals: Iterable[Interval], draft_k: int | None, path: str) -> li
             )
     if not out:
         raise InfersizeError(
-            f"{path}: these lines do not say K (no per-position rates): give --draft-k"
+            f"{path}: these lines do not say K (no per-position rates): give {{draft_k}}",
+            settings=("draft_k",),
         )
     return out
 

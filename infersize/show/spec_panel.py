@@ -1,4 +1,4 @@
-"""The `infersize spec` panel: the seven labelled lines of the original request, in its order,
+"""The `infersize spec` panel: the seven labelled lines of the seed example, in its order,
 then the memory breakdown and what a user needs next. Reads a SpecResult; computes nothing."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _next(console: Console, label: str, value: str | Text) -> None:
 
 
 def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
-    """The panel (same labels, same order as the original request), then the details."""
+    """The panel (same labels, same order as the seed example's), then the details."""
     model = get_speedup_model(r.speedup_model)
     title = TITLE.format(model=model.title)
     console.print(Panel(Text(title, justify="center"), box=box.HEAVY, expand=False))

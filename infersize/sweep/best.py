@@ -20,6 +20,8 @@ from infersize.catalog.store import load_catalog
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
 
+RUN = ("sweep run",)  # the command that makes a sweep's output folder
+
 
 @dataclass(frozen=True, kw_only=True)
 class Filters:
@@ -91,7 +93,7 @@ def read_table(out_dir: Path, table: str) -> pl.DataFrame:
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
-            f"{out_dir}: no {table}.parquet there; run 'infersize sweep run' first"
+            f"{out_dir}: no {table}.parquet there; run {{sweep run}} first", commands=RUN
         )
     return _parquet(path)
 
@@ -99,7 +101,9 @@ def read_table(out_dir: Path, table: str) -> pl.DataFrame:
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     path = out_dir / "manifest.json"
     if not path.is_file():
-        raise InfersizeError(f"{out_dir}: no manifest.json there; run 'infersize sweep run' first")
+        raise InfersizeError(
+            f"{out_dir}: no manifest.json there; run {{sweep run}} first", commands=RUN
+        )
     try:
         manifest = json.loads(read_input(path))
     except InputFileError as exc:
@@ -116,11 +120,12 @@ def _uniform_alpha(frame: pl.DataFrame, scenario: int) -> float | None:
     return float(alphas[0]) if alphas.len() == 1 else None
 
 
-def _check_swept(frame: pl.DataFrame, column: str, value: object, flag: str) -> None:
+def _check_swept(frame: pl.DataFrame, column: str, value: object, setting: str) -> None:
     swept = sorted(frame[column].unique().to_list())
     if value is not None and value not in swept:
         raise InfersizeError(
-            f"{flag} {value} is not in the sweep; it has {', '.join(str(v) for v in swept)}"
+            f"{{{setting}}} {value} is not in the sweep; it has {', '.join(str(v) for v in swept)}",
+            settings=(setting,),
         )
 
 
@@ -131,7 +136,7 @@ def _scenario(frame: pl.DataFrame, filters: Filters) -> int:
     uniform = {s: _uniform_alpha(frame, s) for s in scenarios}
     shared = all(a is not None for a in uniform.values())
     if filters.scenario is not None:
-        _check_swept(frame, "acceptance_scenario", filters.scenario, "--scenario")
+        _check_swept(frame, "acceptance_scenario", filters.scenario, "scenario")
         return filters.scenario
     if filters.alpha is None:
         if not shared:
@@ -139,8 +144,9 @@ def _scenario(frame: pl.DataFrame, filters: Filters) -> int:
         return int(min(scenarios, key=lambda s: (abs((uniform[s] or 0.0) - 0.7), s)))
     if not shared:
         raise InfersizeError(
-            "this sweep gives each pair its own α: choose --scenario "
-            f"{scenarios[0]}..{scenarios[-1]} instead of --alpha"
+            "this sweep gives each pair its own α: choose {scenario} "
+            f"{scenarios[0]}..{scenarios[-1]} instead of {{alpha}}",
+            settings=("scenario", "alpha"),
         )
     wanted = filters.alpha
     nearest = min(scenarios, key=lambda s: (abs((uniform[s] or 0.0) - wanted), s))
@@ -153,8 +159,8 @@ def _scenario(frame: pl.DataFrame, filters: Filters) -> int:
 
 def select(frame: pl.DataFrame, filters: Filters) -> Selection:
     """Defaults: the smallest context and batch of the sweep, and the scenario of _scenario."""
-    _check_swept(frame, "context_length", filters.context_length, "--context-length")
-    _check_swept(frame, "batch_size", filters.batch_size, "--batch-size")
+    _check_swept(frame, "context_length", filters.context_length, "context_length")
+    _check_swept(frame, "batch_size", filters.batch_size, "batch_size")
     scenario = _scenario(frame, filters)
     from_catalog = set(frame["acceptance_source"].unique()) <= {"published", "prior", "method"}
     n_scenarios = frame["acceptance_scenario"].max()
@@ -187,7 +193,7 @@ def filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
     for column in ("tp", "target_quant", "draft_quant", "engine"):
         value = getattr(filters, column)
         if value is not None:
-            _check_swept(frame, column, value, "--" + column.replace("_", "-"))
+            _check_swept(frame, column, value, column)
             frame = frame.filter(pl.col(column) == value)
     return frame
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from infersize.errors import InfersizeError
+from infersize.errors import InfersizeError, ValueRangeError
 from infersize.sweep.best import read_manifest, read_table
 
 BY = ("gpus", "cost")
@@ -38,16 +38,18 @@ class FleetAnswer:
     notes: list[str] = field(default_factory=list)
 
 
-def _one_of(frame: pl.DataFrame, column: str, asked: str | None, flag: str) -> str:
+def _one_of(frame: pl.DataFrame, column: str, asked: str | None) -> str:
     known = sorted(frame[column].unique().to_list())
     if asked is None:
         if len(known) > 1:
             raise InfersizeError(
-                f"the sweep has several {column}s ({', '.join(known)}): choose one with {flag}"
+                f"the sweep has several {column}s ({', '.join(known)}): choose one with "
+                f"{{{column}}}",
+                settings=(column,),
             )
         return str(known[0])
     if asked not in known:
-        raise InfersizeError(f"{flag} '{asked}' is not in this sweep: it has {', '.join(known)}")
+        raise ValueRangeError(column, f"'{asked}' is not in this sweep: it has {', '.join(known)}")
     return asked
 
 
@@ -83,28 +85,29 @@ def _best(frame: pl.DataFrame, arm: str, by: str) -> dict[str, Any] | None:
 
 def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
     if not (math.isfinite(ask.request_rate) and ask.request_rate > 0):
-        raise InfersizeError(f"--request-rate must be a positive number, got {ask.request_rate:g}")
+        raise ValueRangeError(
+            "request_rate", f"must be a positive number, got {ask.request_rate:g}"
+        )
     if ask.by not in BY:
-        raise InfersizeError(f"--by must be gpus or cost, got '{ask.by}'")
+        raise ValueRangeError("by", f"must be gpus or cost, got '{ask.by}'")
     frame = read_table(out_dir, "capacity")
     headroom = float(read_manifest(out_dir).get("capacity_headroom", 1.0))
     if frame.is_empty():
         raise InfersizeError(f"{out_dir}: the capacity table has no rows")
-    sla = _one_of(frame, "sla", ask.sla, "--sla")
-    workload = _one_of(frame, "workload", ask.workload, "--workload")
+    sla = _one_of(frame, "sla", ask.sla)
+    workload = _one_of(frame, "workload", ask.workload)
     frame = frame.filter((pl.col("sla") == sla) & (pl.col("workload") == workload))
     scenarios = sorted(frame["acceptance_scenario"].unique().to_list())
     scenario = scenarios[len(scenarios) // 2] if ask.scenario is None else ask.scenario
     if scenario not in scenarios:
-        raise InfersizeError(
-            f"--scenario {scenario} is not in this sweep: it has {', '.join(map(str, scenarios))}"
-        )
+        have = ", ".join(map(str, scenarios))
+        raise ValueRangeError("scenario", f"{scenario} is not in this sweep: it has {have}")
     frame = frame.filter(pl.col("acceptance_scenario") == scenario)
     for column, value in (("gpu", ask.gpu), ("target", ask.target)):
         if value is not None:
             frame = frame.filter(pl.col(column) == value)
             if frame.is_empty():
-                raise InfersizeError(f"--{column} '{value}' is not in this sweep's capacity table")
+                raise ValueRangeError(column, f"'{value}' is not in this sweep's capacity table")
     frame = _priced(frame, ask.request_rate, headroom)
     rows = []
     for gpu in sorted(frame["gpu"].unique().to_list()):

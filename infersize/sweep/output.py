@@ -50,6 +50,9 @@ class OutputError(InfersizeError):
     """The output folder cannot be used (unwritable, not ours, held by another run)."""
 
 
+OUT = ("out",)  # the setting an OutputError most often asks the user to change
+
+
 # what an older layout kept in its folders: anything else there is a user's
 _LEGACY_TREE = re.compile(
     r"(cells/gpu=[^/]+/part-\d{6}\.parquet|\.parts/plan\.json|\.parts/done/\d{6}\.json"
@@ -91,21 +94,26 @@ def claim(out_dir: Path) -> None:
     """Make `out_dir` an infersize output folder: create it, or adopt it when it is empty or
     holds only what infersize wrote; refuse anything else."""
     if out_dir.is_symlink() and not out_dir.is_dir():
-        raise OutputError(f"{out_dir}: is a dangling symlink; choose another --out")
+        raise OutputError(f"{out_dir}: is a dangling symlink; choose another {{out}}", settings=OUT)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise OutputError(f"{out_dir}: exists and is not a folder; choose another --out") from None
+        raise OutputError(
+            f"{out_dir}: exists and is not a folder; choose another {{out}}", settings=OUT
+        ) from None
     except OSError as exc:
         raise OutputError(f"{out_dir}: cannot create it ({exc.strerror})") from None
     if not out_dir.is_dir():
-        raise OutputError(f"{out_dir}: exists and is not a folder; choose another --out")
+        raise OutputError(
+            f"{out_dir}: exists and is not a folder; choose another {{out}}", settings=OUT
+        )
     foreign = _foreign(out_dir)
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise OutputError(
             f"{out_dir}: holds files infersize did not write ({shown}); choose an empty or new "
-            "folder with --out"
+            "folder with {out}",
+            settings=OUT,
         )
     try:
         if not (out_dir / MARKER).is_file():
@@ -143,7 +151,8 @@ def lock(out_dir: Path) -> Iterator[None]:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             raise OutputError(
                 f"{out_dir}: another infersize sweep (pid {holder}) is writing there; wait for "
-                "it or choose another --out"
+                "it or choose another {out}",
+                settings=OUT,
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -248,7 +257,8 @@ def _check_names_free(out_dir: Path, names: set[str], legacy: set[str]) -> None:
         if path.exists() and not path.is_symlink() and name not in legacy:
             raise OutputError(
                 f"{path}: a file infersize did not write is where it publishes '{name}'; move "
-                "it away (the new tables are kept for --resume)"
+                "it away (the new tables are kept for {resume})",
+                settings=("resume",),
             )
 
 

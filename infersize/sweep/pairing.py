@@ -37,7 +37,7 @@ def resolve_name(
     try:
         record_id: str = lookup(name).id
     except InfersizeError as exc:
-        raise SweepConfigError(f"{where(doc, *loc)}: {exc}") from None
+        raise exc.inside(SweepConfigError, f"{where(doc, *loc)}: ") from None
     return record_id
 
 
@@ -47,7 +47,7 @@ def model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -
     try:
         source = resolve_model(name, catalog)
     except InfersizeError as exc:
-        raise SweepConfigError(f"{where(doc, *loc)}: {exc}") from None
+        raise exc.inside(SweepConfigError, f"{where(doc, *loc)}: ") from None
     return source.model.id if source.checkpoint is None else name
 
 
@@ -224,9 +224,11 @@ def resolve_pairs(
                     model_of(catalog, target), model_of(catalog, draft), catalog
                 )
             except InfersizeError as exc:
-                raise SweepConfigError(
-                    f"{doc.path}: ({target}, {draft}): {exc}; in a sweep, give the pair its "
-                    "acceptance_rates under pairs, or acceptance_rates for every pair"
+                raise exc.inside(
+                    SweepConfigError,
+                    f"{doc.path}: ({target}, {draft}): ",
+                    "; in a sweep, give the pair its acceptance_rates under pairs, or "
+                    "acceptance_rates for every pair",
                 ) from None
             pairs.append(
                 Pair(target=target, draft=draft, alphas=known.scenarios, alpha_source=known.source)

@@ -64,7 +64,8 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
         if partial:
             raise OutputError(
                 f"{out_dir}: the unfinished run there is of another sweep or config; run "
-                "without --resume to start over"
+                "without {resume} to start over",
+                settings=("resume",),
             )
     for generation in partial:
         output.discard(generation)
@@ -149,17 +150,21 @@ def run_sweep(
         except Exception as exc:
             stop_workers()
             if isinstance(exc, BrokenExecutor):
-                raise WorkerDiedError(f"{out_dir}: {_death(exc)}; {UNTOUCHED}") from None
+                raise WorkerDiedError(
+                    f"{out_dir}: {_death(exc)}; {UNTOUCHED}", settings=("jobs", "resume")
+                ) from None
             if not _is_write_failure(exc):
                 raise
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-            raise OutputError(f"{out_dir}: writing failed ({reason}); {UNTOUCHED}") from None
+            raise OutputError(
+                f"{out_dir}: writing failed ({reason}); {UNTOUCHED}", settings=("resume",)
+            ) from None
         except BaseException:  # Ctrl-C, SIGTERM: no worker may write on
             stop_workers()
             raise
 
 
-UNTOUCHED = "the tables there are the previous run's, untouched, and --resume continues this one"
+UNTOUCHED = "the tables there are the previous run's, untouched, and {resume} continues this one"
 
 
 class WorkerDiedError(InfersizeError):
@@ -174,7 +179,7 @@ def _death(exc: BrokenExecutor) -> str:
     if "SIGKILL" in how:
         return (
             f"a worker process was killed{how}, most often by the kernel's out-of-memory "
-            "killer: try fewer --jobs or a smaller chunk_cells"
+            "killer: try fewer {jobs} or a smaller chunk_cells"
         )
     return f"a worker process ended in the middle of a chunk{how}"
 
