@@ -70,6 +70,11 @@ def validate(file: SweepFile, max_cells: MaxCells = None) -> None:
 
     rows = [[axis, f"{n:,}"] for axis, n in plan.axis_counts().items()]
     rows.append(["cells (settings × context × batch × α × K)", f"{plan.total_cells:,}"])
+    if plan.capacity is not None:
+        rows.append(["workloads", f"{len(plan.capacity.workloads):,}"])
+        rows.append(["slas", f"{len(plan.capacity.slas):,}"])
+        label = "capacity rows (settings × workloads' rates × SLAs × α)"
+        rows.append([label, f"{plan.capacity_rows:,}"])
     rows.append(["chunks", f"{len(plan.chunks):,}"])
     render_table(console(), f"{file}: valid", ["axis", "values"], rows)
     for reason, n in plan.skipped.items():

@@ -14,8 +14,10 @@ capacity.parquet/.csv (sweep/capacity_table.py).
 from __future__ import annotations
 
 import math
+import re
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
@@ -82,19 +84,27 @@ class CapacityOptions(_Strict):
     headroom: float = Field(default=DEFAULTS.headroom, ge=1.0)
 
 
+def _parses(text: str) -> str:
+    """An SLA as `capacity --sla` reads it (the message is parse_sla's)."""
+    try:
+        parse_sla(text)
+    except InfersizeError as exc:
+        raise ValueError(str(exc).removeprefix("sla ")) from None
+    return text
+
+
+SlaText = Annotated[str, AfterValidator(_parses)]
+
+
 def check_slas(slas: dict[str, str] | None) -> dict[str, str] | None:
-    """Each named SLA parses (the message is parse_sla's, without the flag's name)."""
+    """At least one SLA, each named by a plain word."""
     if slas is None:
         return None
     if not slas:
         raise ValueError("needs at least one named SLA")
-    for name, text in slas.items():
-        if not name or len(name) > 64:
-            raise ValueError(f"SLA name '{name}' must be 1 to 64 characters")
-        try:
-            parse_sla(text)
-        except InfersizeError as exc:
-            raise ValueError(f"{name}: {str(exc).removeprefix('sla ')}") from None
+    for name in slas:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
+            raise ValueError(f"SLA name '{name}' must be a word of 1 to 64 letters, digits, . _ -")
     return slas
 
 

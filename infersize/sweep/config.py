@@ -22,6 +22,13 @@ from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+from infersize.sweep.capacity_config import (
+    CapacityOptions,
+    SlaText,
+    WorkloadEntry,
+    check_slas,
+    check_target_rates,
+)
 
 
 class SweepConfigError(InfersizeError):
@@ -144,6 +151,38 @@ class SweepConfig(_Strict):
     chunk_cells: int | None = Field(default=None, ge=1_000)  # None: from the grid (plan.py)
     catalog: list[str] = []
     output: OutputConfig = OutputConfig()
+    # capacity axes (sweep/capacity_config.py): with workloads and slas the sweep also writes
+    # the capacity table
+    workloads: list[WorkloadEntry] | None = None
+    slas: dict[str, SlaText] | None = None
+    target_request_rates: list[float] | None = None
+    capacity: CapacityOptions = CapacityOptions()
+
+    @field_validator("slas")
+    @classmethod
+    def _known_slas(cls, slas: dict[str, str] | None) -> dict[str, str] | None:
+        return check_slas(slas)
+
+    @field_validator("target_request_rates")
+    @classmethod
+    def _target_rates(cls, rates: list[float] | None) -> list[float] | None:
+        return check_target_rates(rates)
+
+    @model_validator(mode="after")
+    def _capacity_axes(self) -> SweepConfig:
+        if (self.workloads is None) != (self.slas is None):
+            raise ValueError("capacity needs both workloads and slas")
+        if self.workloads is not None:
+            names = [w.name for w in self.workloads]
+            if len(set(names)) != len(names):
+                raise ValueError("workload names must differ")
+            missing = [w.name for w in self.workloads if w.target_request_rates is None]
+            if missing and self.target_request_rates is None:
+                raise ValueError(
+                    f"workload(s) {', '.join(missing)} need target_request_rates (theirs, or "
+                    "target_request_rates for every workload)"
+                )
+        return self
 
     @field_validator("speedup_model")
     @classmethod

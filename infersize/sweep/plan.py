@@ -23,6 +23,7 @@ from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
 from infersize.service.resolve import combined_support
+from infersize.sweep.capacity_plan import capacity_plan, resolved_capacity
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
 from infersize.sweep.pairing import (
     Pair,
@@ -35,7 +36,7 @@ from infersize.sweep.pairing import (
     unique,
     where,
 )
-from infersize.sweep.settings import Chunk, Scoring, Setting
+from infersize.sweep.settings import CapacityPlan, Chunk, Scoring, Setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +51,15 @@ class Plan:
     chunks: tuple[Chunk, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the user should know about the grid
+    capacity: CapacityPlan | None = None  # workloads × SLAs: the capacity table
+
+    @property
+    def capacity_rows(self) -> int:
+        """Rows of the capacity table: settings × workloads' target rates × SLAs × scenarios."""
+        if self.capacity is None:
+            return 0
+        rates = sum(len(w.target_request_rates) for w in self.capacity.workloads)
+        return len(self.settings) * rates * len(self.capacity.slas) * self.scenarios
 
     @property
     def alphas(self) -> tuple[float, ...]:
@@ -117,7 +127,7 @@ class Plan:
             "scoring": asdict(self.scoring),
             "settings": len(self.settings),
             "skipped": dict(self.skipped),
-        }
+        } | ({} if self.capacity is None else {"capacity": resolved_capacity(self.capacity)})
 
     def config_hash(self) -> str:
         return self._config_hash
@@ -254,6 +264,7 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     )
     scenarios = len(pairs[0].alphas)
     plan = Plan(
+        capacity=capacity_plan(cfg, doc),
         name=cfg.name,
         settings=settings,
         contexts=contexts,
@@ -308,7 +319,11 @@ def _split_group(
 
 def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
     """Whole (gpu, target) groups packed up to `chunk_cells`; a larger group is split into blocks
-    of contexts (or of batches within one context)."""
+    of contexts (or of batches within one context). With capacity axes every group is a chunk of
+    its own (its capacity rows, which the simulator spends most on, weigh far more than its
+    cells), and only a group's first block computes them (sweep/chunks.py)."""
+    if plan.capacity is not None:
+        chunk_cells = 1
     n_c, n_b = len(plan.contexts), len(plan.batches)
     per_cb = plan.scenarios * len(plan.ks)  # cells of one setting at one (context, batch)
     blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []

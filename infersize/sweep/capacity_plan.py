@@ -1,0 +1,87 @@
+"""A sweep's capacity axes resolved at planning: each workload's lengths (a trace file read now,
+relative to the sweep file's folder, so every chunk replays the same requests) and target rates,
+the SLAs in the file's order, and what goes into the run's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from infersize.catalog.yamlfile import YamlDocument
+from infersize.errors import InfersizeError
+from infersize.sweep.config import SweepConfig, SweepConfigError
+from infersize.sweep.lengths import read_lengths
+from infersize.sweep.pairing import where
+from infersize.sweep.settings import CapacityPlan, Workload
+
+
+def _lengths(doc: YamlDocument, index: int, name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    path = Path(name).expanduser()
+    path = path if path.is_absolute() else doc.path.parent / path
+    try:
+        return read_lengths(path)
+    except InfersizeError as exc:
+        raise exc.inside(
+            SweepConfigError, f"{where(doc, 'workloads', index, 'lengths')}: "
+        ) from None
+
+
+def capacity_plan(cfg: SweepConfig, doc: YamlDocument) -> CapacityPlan | None:
+    if cfg.workloads is None or cfg.slas is None:
+        return None
+    workloads = []
+    for index, entry in enumerate(cfg.workloads):
+        if entry.lengths is not None:
+            inputs, outputs = _lengths(doc, index, entry.lengths)
+        else:
+            inputs, outputs = (entry.input_tokens or 0,), (entry.output_tokens or 0,)
+        rates = entry.target_request_rates or cfg.target_request_rates or []
+        workloads.append(
+            Workload(
+                name=entry.name, input_tokens=inputs, output_tokens=outputs,
+                lengths_file=entry.lengths, arrival=entry.arrival,
+                target_request_rates=tuple(dict.fromkeys(float(r) for r in rates)),
+            )
+        )  # fmt: skip
+    options = cfg.capacity
+    return CapacityPlan(
+        workloads=tuple(workloads),
+        slas=tuple(cfg.slas.items()),
+        requests=options.requests,
+        seed=options.seed,
+        simulate_top=options.simulate_top,
+        headroom=options.headroom,
+    )
+
+
+def resolved_capacity(plan: CapacityPlan) -> dict[str, Any]:
+    """What determines the capacity table, compactly: a trace by the hash of its lengths."""
+
+    def lengths(w: Workload) -> dict[str, Any]:
+        if w.lengths_file is None:
+            return {"input_tokens": w.input_tokens[0], "output_tokens": w.output_tokens[0]}
+        text = json.dumps([w.input_tokens, w.output_tokens], separators=(",", ":"))
+        return {
+            "lengths": w.lengths_file,
+            "requests_in_trace": len(w.input_tokens),
+            "lengths_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
+
+    return {
+        "workloads": [
+            {
+                "name": w.name,
+                **lengths(w),
+                "arrival": w.arrival,
+                "target_request_rates": list(w.target_request_rates),
+            }
+            for w in plan.workloads
+        ],
+        "slas": dict(plan.slas),
+        "requests": plan.requests,
+        "seed": plan.seed,
+        "simulate_top": plan.simulate_top,
+        "headroom": plan.headroom,
+    }
