@@ -285,5 +285,5 @@ def _read(path: Path) -> bytes:
 # the modules whose classes a cached catalog holds: an edit to any of them misses the cache
 CODE = tuple(
     Path(__file__).with_name(name)
-    for name in ("store.py", "records.py", "published.py", "validation.py")
+    for name in ("store.py", "records.py", "published.py", "validation.py", "names.py")
 )
