@@ -300,7 +300,7 @@ def _workers_of(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(OSError):
             children += [int(c) for c in (task / "children").read_text().split()]
-    return [c for c in children if b"loky" in _cmdline(c)]
+    return [c for c in children if b"popen_loky_posix" in _cmdline(c)]
 
 
 def _cmdline(pid: int) -> bytes:
