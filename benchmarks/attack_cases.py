@@ -249,6 +249,9 @@ def hostile_input_cases() -> list[Case]:
             "no cell to score",
         )
     )
+    price = good.replace("[h100]", "[{name: h100, price_usd_per_hour: 1e308}]")
+    out = ["sweep", "run", "{tmp}/s.yaml", "--out", "{tmp}/o", "-q"]
+    cases.append(("input", "gpu price 1e308", {"s.yaml": price}, out, 0, ""))
     return cases
 
 

@@ -55,6 +55,8 @@ def judge(ran: Ran, code: int | set[int], words: str = "") -> tuple[str, str]:
         return "wrong", f"exit {ran.code}: {tail}"
     if ran.code == 2 and (ran.stderr.count("\n") != 1 or not ran.stderr.startswith("error: ")):
         return "wrong", f"not one line: {ran.stderr[:160]!r}"
+    if ran.code == 0 and "Warning" in ran.stderr:
+        return "wrong", f"a warning: {tail}"
     if ran.code == 2 and words not in ran.stderr:
         return "wrong", f"expected {words!r}: {tail}"
     return "clean", f"{ran.seconds:.1f} s"

@@ -280,6 +280,21 @@ def test_a_grid_with_nothing_left_to_score_is_an_error(runner, tmp_path):
     )
 
 
+def test_a_price_of_1e308_is_tabulated_without_a_warning(runner, tmp_path):
+    """Rounding $/Mtok of a GPU priced at 1e308 overflowed: a RuntimeWarning on stderr and an
+    infinite cost in the tables."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(
+        "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\n"
+        "gpus: [{name: h100, price_usd_per_hour: 1e308}]\ncontext_lengths: [4096]\n"
+    )
+    result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    costs = pq.read_table(tmp_path / "o" / "best_pairs.parquet")["usd_per_mtok"].to_pylist()
+    assert all(1e307 < c < float("inf") for c in costs)
+
+
 @pytest.mark.parametrize("rates", ["0.5,,0.3", "0.5,0.3,", ",0.5"])
 def test_empty_items_in_acceptance_rates_are_an_error(runner, rates):
     """`--acceptance-rates 0.5,,0.3` was read as 0.5,0.3."""

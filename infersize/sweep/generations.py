@@ -172,7 +172,7 @@ def tidy(generation: Generation, names: set[str], legacy: Legacy) -> list[str]:
                 kept.append(f"{name}: an older layout's, changed since; left in place")
             elif name in names:
                 output.link(out_dir, name, f"{CURRENT}/{name}")
-        left = {k: v for k, v in legacy.items() if (out_dir / k).exists()}
+        left = {k: v for k, v in legacy.items() if output.identity(out_dir / k) == v}
         if left != legacy:
             output.write_marker(out_dir, left)
         if not discard(generation):

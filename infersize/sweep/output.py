@@ -176,7 +176,7 @@ def lock(out_dir: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def identity(path: Path) -> tuple[int, int] | None:
     """(size, modification time) of a regular file (not a link), else None."""
     try:
         info = path.lstat()
@@ -191,8 +191,8 @@ def _record_legacy(out_dir: Path) -> Legacy:
     for name in sorted({p.name for p in out_dir.iterdir()} - {LOCK}):
         files = _files_of(out_dir, name) if (out_dir / name).is_dir() else [name]
         for relative in files or []:
-            if (identity := _identity(out_dir / relative)) is not None:
-                record[relative] = identity
+            if (found := identity(out_dir / relative)) is not None:
+                record[relative] = found
     return record
 
 
@@ -223,7 +223,7 @@ def legacy_intact(out_dir: Path, name: str, legacy: Legacy) -> bool:
     recorded = {k for k in legacy if k == name or k.startswith(f"{name}/")}
     if files is None or set(files) != recorded:
         return False
-    return all(_identity(out_dir / f) == legacy[f] for f in files)
+    return all(identity(out_dir / f) == legacy[f] for f in files)
 
 
 def remove_legacy(out_dir: Path, name: str, legacy: Legacy) -> bool:
@@ -231,12 +231,12 @@ def remove_legacy(out_dir: Path, name: str, legacy: Legacy) -> bool:
     folder keeps anything else, and stays); True when nothing is left of it."""
     path = out_dir / name
     if not path.is_dir() or path.is_symlink():
-        if legacy.get(name) is not None and _identity(path) == legacy.get(name):
+        if legacy.get(name) is not None and identity(path) == legacy.get(name):
             path.unlink()
         return not path.exists() and not path.is_symlink()
     with tree.open_root(out_dir) as top:
         return tree.remove_tree(
-            top, name, lambda p: _identity(out_dir / name / p) == legacy.get(f"{name}/{p}")
+            top, name, lambda p: identity(out_dir / name / p) == legacy.get(f"{name}/{p}")
         )
 
 
