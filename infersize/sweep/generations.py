@@ -218,6 +218,3 @@ def remove_old_generations(out_dir: Path, keep: str) -> list[str]:
                     continue
             tree.remove_tree(runs, name, (files | {FILE_LIST}).__contains__)
     return kept
-
-
-__all__ = ["Generation", "OutputError", "discard", "new_run_id", "partial_runs", "publish"]

@@ -30,9 +30,7 @@ from pathlib import Path
 
 from infersize.files import atomic_write
 from infersize.sweep import tree
-from infersize.sweep.tree import OutputError
-
-__all__ = ["CURRENT", "GENERATIONS", "LOCK", "MARKER", "OutputError", "claim", "lock"]
+from infersize.sweep.tree import OutputError as OutputError  # raised here, caught by callers
 
 MARKER = ".infersize-output"
 LOCK = ".infersize.lock"

@@ -126,8 +126,12 @@ def stop_workers(wait: bool = False) -> None:
     also waits until the pool is torn down (its locks released: a process about to exit
     leaves nothing for loky's resource tracker to warn about)."""
     executor = _running_executor()
-    if executor is not None:
+    if executor is None:
+        return
+    try:
         executor.shutdown(wait=wait, kill_workers=True)
+    except RuntimeError:  # interrupted while loky was starting it: no thread to wait for yet
+        executor.shutdown(wait=False, kill_workers=True)
 
 
 def release_workers() -> None:
