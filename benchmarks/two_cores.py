@@ -34,6 +34,7 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     warm-up pass."""
     import pyarrow as pa
 
+    from infersize.sweep import generations
     from infersize.sweep.chunks import Where, chunk_tasks, part_name, read_part, run_chunk
     from infersize.sweep.config import load_sweep
     from infersize.sweep.merge import _StreamedTable  # what the merge appends each part with
@@ -44,10 +45,10 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     pa.set_cpu_count(1)  # as in a worker
     plan = build_plan(*load_sweep(big))
     tasks = chunk_tasks(plan, 3, False)[CHUNKS]
+    run = generations.start(scratch, generations.new_run_id())  # a run's folders, as a run has
     for sub in (*OUTPUT_TABLES, "done"):
-        (scratch / "parts" / sub).mkdir(parents=True)
-    (scratch / "gen").mkdir()
-    where = Where(str(scratch / "parts"), str(scratch / "gen"), os.getpid())
+        (run.parts / sub).mkdir()
+    where = Where(str(scratch), run.run_id, os.getpid())
 
     def score_all() -> None:
         for task in tasks:
@@ -61,11 +62,12 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
 
     def merge_all() -> None:
         for name in ("frontier", "best_pairs"):
-            stream = _StreamedTable(name)
-            stream.open(scratch / "gen", ["parquet", "csv"])
-            for task in tasks:
-                stream.append(read_part(scratch / "parts" / name / part_name(task.index)))
-            stream.close(keep=True)
+            with run.open("gen") as gen, run.open("tmp") as tmp, run.open("parts", name) as parts:
+                stream = _StreamedTable(name)
+                stream.open(tmp, ["parquet", "csv"])
+                for task in tasks:
+                    stream.append(read_part(parts, part_name(task.index)))
+                stream.close(True, gen, tmp)
 
     chunk_all()  # the parts merge_all reads
     work = {"score": score_all, "chunk": chunk_all, "merge": merge_all}[phase]

@@ -20,21 +20,22 @@ def _umask() -> int:
 _UMASK = _umask()  # read once, at import (reading it means setting it)
 
 
-def temp_beside(path: Path) -> tuple[int, str]:
+def temp_beside(path: Path, mode: int | None = None) -> tuple[int, str]:
     """A new temporary file beside `path`: a random name, created exclusively (never through
-    a symlink), with the permissions a plain write would give it (mkstemp's are 0600)."""
+    a symlink), with `mode`, else the permissions a plain write would give it (mkstemp's are
+    0600)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, 0o666 & ~_UMASK)
+    os.fchmod(fd, 0o666 & ~_UMASK if mode is None else mode)
     return fd, tmp
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace `path` with `data` in one rename; on failure the old file stays and no temp file
-    is left behind."""
+def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None:
+    """Replace `path` with `data` in one rename (the file gets `mode`, else what a plain write
+    would give it); on failure the old file stays and no temp file is left behind."""
     payload = data.encode() if isinstance(data, str) else data
     if path.exists() and not path.is_symlink() and not path.is_file():
         raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
-    fd, tmp = temp_beside(path)
+    fd, tmp = temp_beside(path, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
-from infersize.sweep import output
+from infersize.sweep import generations
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
@@ -169,7 +169,7 @@ def test_resume_with_another_config_is_refused(tmp_path):
     plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
     out = tmp_path / "out"
     run_sweep(plan, out)
-    other = output.start(out, output.new_run_id())  # an unfinished run of another config
+    other = generations.start(out, generations.new_run_id())  # unfinished, another config
     (other.work / "plan.json").write_text(json.dumps({"run_hash": "something else"}))
     with pytest.raises(Exception, match="another sweep or config; run without resume"):
         run_sweep(plan, out, RunOptions(resume=True))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from infersize.cli import app
-from infersize.sweep import output
+from infersize.sweep import output, tree
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
@@ -87,6 +87,7 @@ class FailAt:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         mkstemp, rename = tempfile.mkstemp, Path.rename
         replace, symlink = Path.replace, Path.symlink_to
+        new_temp, move = tree.new_temp, tree.move
 
         def counted(real):
             def call(*args, **kwargs):
@@ -99,6 +100,8 @@ class FailAt:
         monkeypatch.setattr(Path, "rename", counted(rename))
         monkeypatch.setattr(Path, "replace", counted(replace))
         monkeypatch.setattr(Path, "symlink_to", counted(symlink))
+        monkeypatch.setattr(tree, "new_temp", counted(new_temp))  # below .generations
+        monkeypatch.setattr(tree, "move", counted(move))
 
 
 def test_a_failure_at_every_write_leaves_one_whole_generation(tmp_path, monkeypatch, clean_runs):

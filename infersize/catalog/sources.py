@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infersize.catalog.names import formula_problem
 from infersize.catalog.records import ComponentBytes, Model, WeightFormat
 from infersize.catalog.store import Catalog
 from infersize.errors import UnknownNameError
@@ -49,6 +50,22 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or name.endswith(".gguf") or _exists(name)
 
 
+def _check_table_name(name: str) -> None:
+    """A checkpoint's name as given, its folder's or file's name and a Hub id's parts name it in
+    the tables: none may start like a spreadsheet formula."""
+    from infersize.catalog.hfconfig import CheckpointError
+
+    hub = name.startswith("hf:")
+    parts = {"name": name}
+    if hub:
+        parts |= dict(zip(("organisation", "repository"), name[3:].split("/", 1), strict=False))
+    else:
+        parts["file or folder name"] = Path(name.rstrip("/")).name
+    for part, text in parts.items():
+        if problem := formula_problem(text):
+            raise CheckpointError(f"{name}: its {part} {problem}")
+
+
 @lru_cache(maxsize=64)
 def _load(name: str) -> Checkpoint:
     from infersize.catalog.checkpoint import load_folder
@@ -76,6 +93,7 @@ def resolve_model(name: str, catalog: Catalog) -> ModelSource:
     except UnknownNameError:
         if not (name.startswith("hf:") or _looks_like_path(name)):
             raise
+    _check_table_name(name)
     checkpoint = _load(name)
     return ModelSource(checkpoint.model, checkpoint)
 

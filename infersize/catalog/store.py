@@ -6,7 +6,7 @@ Catalogs are data: adding a model, GPU or precision is a YAML change. User overl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -21,6 +21,7 @@ from infersize.catalog.records import (
     Record,
     Support,
     SupportGroup,
+    VisionTower,
     WeightFormat,
 )
 from infersize.errors import CatalogError, UnknownNameError
@@ -204,22 +205,74 @@ def load_catalog(overlays: tuple[Path, ...] = ()) -> Catalog:
     """Built-in catalogs, then each overlay file in order (later entries replace earlier ones)."""
     base = builtin_config_dir()
     files = tuple(base / name for name in BUILTIN_FILES) + tuple(Path(p) for p in overlays)
-    catalog = Catalog(
-        models=Table("model", Model),
-        gpus=Table("gpu", Gpu),
-        weight_formats=Table("precision", WeightFormat),
-        kv_dtypes=Table("kv dtype", KvDtype),
-        files=files,
-    )
+    empty = {name: Table(kind, schema) for name, (kind, schema) in TABLE_KINDS.items()}
+    catalog = _catalog(empty, files)
     blobs = [(str(path), _read(path)) for path in files]
     key = cache_key(blobs, CODE)
-    cached = load_cached(key)
-    if isinstance(cached, Catalog) and cached.files == files:
+    cached = _from_cache(load_cached(key, CACHED_RECORDS), files)
+    if cached is not None:
         return cached
     for path, (_, raw) in zip(files, blobs, strict=True):
         _load_file(path, raw, catalog)
-    store_cached(key, catalog)
+    store_cached(key, _to_cache(catalog))
     return catalog
+
+
+# the record classes a cached catalog holds, by name: nothing else is rebuilt from the cache
+CACHED_RECORDS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (Model, Gpu, WeightFormat, KvDtype, VisionTower, SupportGroup,
+                PublishedAcceptance, AcceptancePrior)
+}  # fmt: skip
+# each table of a catalog: its kind (in messages) and its record class
+TABLE_KINDS: dict[str, tuple[str, type[Record]]] = {
+    "models": ("model", Model),
+    "gpus": ("gpu", Gpu),
+    "weight_formats": ("precision", WeightFormat),
+    "kv_dtypes": ("kv dtype", KvDtype),
+}
+
+
+def _to_cache(catalog: Catalog) -> dict[str, Any]:
+    tables = {name: getattr(catalog, name) for name in TABLE_KINDS}
+    return {
+        "files": [str(p) for p in catalog.files],
+        **{name: {"records": t.records, "names": t.names} for name, t in tables.items()},
+        "published_acceptance": catalog.published_acceptance,
+        "acceptance_prior": catalog.acceptance_prior,
+        "support_rules": catalog.support_rules,
+    }
+
+
+def _from_cache(data: Any, files: tuple[Path, ...]) -> Catalog | None:
+    """The catalog a cache entry holds, if it is one of these files (else None: parse)."""
+    try:
+        if [Path(p) for p in data["files"]] != list(files):
+            return None
+        tables: dict[str, Table[Any]] = {
+            name: Table(kind, schema, dict(data[name]["records"]), dict(data[name]["names"]))
+            for name, (kind, schema) in TABLE_KINDS.items()
+        }
+        if not all(isinstance(r, t.schema) for t in tables.values() for r in t.records.values()):
+            return None
+        return replace(
+            _catalog(tables, files),
+            published_acceptance=list(data["published_acceptance"]),
+            acceptance_prior=list(data["acceptance_prior"]),
+            support_rules=dict(data["support_rules"]),
+        )
+    except (KeyError, TypeError):
+        return None
+
+
+def _catalog(tables: dict[str, Table[Any]], files: tuple[Path, ...]) -> Catalog:
+    return Catalog(
+        models=tables["models"],
+        gpus=tables["gpus"],
+        weight_formats=tables["weight_formats"],
+        kv_dtypes=tables["kv_dtypes"],
+        files=files,
+    )
 
 
 def _read(path: Path) -> bytes:
@@ -232,5 +285,5 @@ def _read(path: Path) -> bytes:
 # the modules whose classes a cached catalog holds: an edit to any of them misses the cache
 CODE = tuple(
     Path(__file__).with_name(name)
-    for name in ("store.py", "records.py", "published.py", "validation.py")
+    for name in ("store.py", "records.py", "published.py", "validation.py", "names.py")
 )

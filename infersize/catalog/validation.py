@@ -4,7 +4,8 @@ record is declared once and Pydantic is imported only when files are read (a cat
 miss, a checkpoint's config.json), never for a cached catalog.
 
 The models keep what the records promised: unknown keys are refused, booleans, NaN and
-infinities are not numbers (strict), and no text carries control characters."""
+infinities are not numbers (strict), no text carries control characters, and no name that
+reaches a table starts like a spreadsheet formula (catalog/names.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     create_model,
     field_validator,
     model_validator,
 )
 
+from infersize.catalog.names import TABLE_NAME_FIELDS, formula_problem
 from infersize.catalog.records import Check, Record
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -46,10 +49,14 @@ class CatalogFile(BaseModel):
     support: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
 
 
-def _printable(cls: Any, value: Any) -> Any:
-    texts = value if isinstance(value, list) else [value]
-    if any(isinstance(t, str) and _CONTROL.search(t) for t in texts):
+def _printable(cls: Any, value: Any, info: ValidationInfo) -> Any:
+    """No control characters in any text; no name that reaches a table read as a formula."""
+    texts = [t for t in (value if isinstance(value, list) else [value]) if isinstance(t, str)]
+    if any(_CONTROL.search(t) for t in texts):
         raise ValueError("contains control characters (terminal escapes are not allowed)")
+    if info.field_name in TABLE_NAME_FIELDS:
+        for problem in filter(None, map(formula_problem, texts)):
+            raise ValueError(problem)
     return value
 
 

@@ -170,12 +170,19 @@ GpuFilter = Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id 
 
 
 def rates_list(text: str | None) -> tuple[float, ...] | None:
-    """'0.73,0.52,0.35' (or spaces, or vLLM's bracketed list) as floats; a clear error else."""
+    """'0.73,0.52,0.35' (or spaces, or vLLM's bracketed list) as floats; a clear error else,
+    an empty item between commas included ('0.5,,0.3' is not '0.5,0.3')."""
     if text is None:
         return None
     from infersize.errors import InfersizeError
 
-    parts = [p for p in text.strip().strip("[]").replace(",", " ").split() if p]
+    items = text.strip().strip("[]").split(",")
+    parts = [p for item in items for p in item.split()]
+    if len(items) > 1 and any(not item.strip() for item in items):
+        raise InfersizeError(
+            f"--acceptance-rates has an empty item between commas, got '{text}': give one "
+            "number per position (0.73,0.52,0.35)"
+        )
     try:
         return tuple(float(p) for p in parts)
     except ValueError:

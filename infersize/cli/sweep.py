@@ -119,25 +119,43 @@ def run(
 ) -> None:
     """Score every cell of the grid and write frontier and best-pair tables."""
     _check_run_options(jobs, backend, scheduler)
+    with _interruptible(file, out):  # every phase: workers start while the plan is built
+        _run(file, out, jobs, backend, scheduler, resume, cells, max_cells, quiet)
+
+
+def _run(
+    file: Path,
+    out: Path | None,
+    jobs: int,
+    backend: str,
+    scheduler: str | None,
+    resume: bool,
+    cells: bool | None,
+    max_cells: int | None,
+    quiet: bool,
+) -> None:
     config, plan = _plan(file, max_cells, jobs if backend == "loky" else 1)
     out_dir = output_folder(out, config.output.dir, config.name)
+    if not plan.chunks:
+        skipped = "; ".join(f"skipped {n:,} {reason}" for reason, n in plan.skipped.items())
+        raise InfersizeError(f"{file}: no cell to score ({skipped or 'an empty grid'})")
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
     from infersize.show.terminal import console
     from infersize.sweep.run import RunOptions, run_sweep
 
     err = console(stderr=True, quiet=quiet)
-    with _progress(err, len(plan.chunks), plan.total_cells) as advance, _interruptible(file, out):
-        options = RunOptions(
-            jobs=jobs,
-            backend=backend,
-            scheduler=scheduler,
-            resume=resume,
-            with_cells=config.output.cells if cells is None else cells,
-            best_top_n=config.output.best_top_n,
-            formats=tuple(config.output.formats),
-            command_line=shlex.join(["infersize", *sys.argv[1:]]),
-        )
+    options = RunOptions(
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        resume=resume,
+        with_cells=config.output.cells if cells is None else cells,
+        best_top_n=config.output.best_top_n,
+        formats=tuple(config.output.formats),
+        command_line=shlex.join(["infersize", *sys.argv[1:]]),
+    )
+    with _progress(err, len(plan.chunks), plan.total_cells) as advance:
         manifest = run_sweep(plan, out_dir, options, on_chunk=advance)
     if not quiet:
         _summary(err, manifest, out_dir)
@@ -193,26 +211,35 @@ def output_folder(out: Path | None, configured: str | None, name: str) -> Path:
     return Path("outputs") / name
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")  # and SIGINT, which Python raises as KeyboardInterrupt
+
+
 @contextmanager
 def _interruptible(file: Path, out: Path | None) -> Iterator[None]:
-    """SIGTERM ends the run like Ctrl-C: workers killed, the previous tables untouched, and one
-    line saying how to continue (exit 130)."""
+    """SIGTERM and SIGHUP end the run like Ctrl-C, in any phase (the plan being built
+    included): workers killed at once, the previous tables untouched, and one line saying how
+    to continue (exit 130)."""
     import signal
 
-    def on_term(signum: int, _frame: object) -> None:
+    from infersize.sweep.workers import stop_workers
+
+    def on_stop(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    stops = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+    previous = {stop: signal.signal(stop, on_stop) for stop in stops}
     try:
         yield
     except KeyboardInterrupt:
+        stop_workers(wait=True)
         again = f"infersize sweep run {shlex.quote(str(file))}" + (
             f" --out {shlex.quote(str(out))}" if out is not None else ""
         )
         typer.echo(f"interrupted: `{again} --resume` continues", err=True)
         raise typer.Exit(130) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:

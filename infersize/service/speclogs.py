@@ -11,7 +11,6 @@ counters after every log line, so lines are summed; V0 and Prometheus counters a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,27 +18,17 @@ from pathlib import Path
 import numpy as np
 
 from infersize.core.acceptance import AcceptanceMetrics, convert
+from infersize.core.evaluate import MAX_K
 from infersize.core.profile import conditional_rates, profile_problem
-from infersize.errors import InfersizeError
+from infersize.defaults import DEFAULTS
+from infersize.errors import InfersizeError, ValueRangeError
 from infersize.files import InputFileError, read_input
+from infersize.service import logparse as lp
+from infersize.service.llamacpp_log import parse_llama_cpp_log
+from infersize.service.logparse import Interval
 
 SOURCES = ("vllm-log", "prometheus", "llama-cpp-log")
 MAX_LOG_BYTES = 512 * 2**20  # server logs grow; still read whole, so bounded
-
-_NUM = r"([0-9]+(?:\.[0-9]*)?|nan)"
-_LIST = r"\(?\s*([0-9.]+(?:\s*,\s*[0-9.]+)*)\s*\)?"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Interval:
-    """One stretch of counts: a V1 log line, a V0 run, a scrape, a llama.cpp drafter."""
-
-    k: int | None  # draft tokens per step; None where the line does not say
-    accepted: float  # accepted draft tokens (the prefix, as vLLM V1 counts them)
-    drafted: float  # draft tokens proposed
-    drafts: float | None  # steps that carried a draft; None: Drafted / K once K is known
-    rates: tuple[float, ...] | None  # r_1 … r_K over this stretch (unconditional)
-    group: str = ""  # llama.cpp: the drafting implementation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,11 +52,15 @@ class MeasuredAcceptance:
         return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
 
     def spec_flags(self) -> str:
-        """What to paste after `infersize spec --target … --draft … --gpu …`."""
+        """What to paste after `infersize spec --target … --draft … --gpu …` (with --max-k
+        when K is past spec's default search)."""
+        flags = f"--draft-k {self.draft_k}"
+        if self.draft_k > DEFAULTS.max_k:
+            flags += f" --max-k {self.draft_k}"
         if self.per_position:
             rates = ",".join(f"{r:.4g}" for r in self.per_position)
-            return f"--draft-k {self.draft_k} --acceptance-rates {rates}"
-        return f"--draft-k {self.draft_k} --acceptance-rate {self.metrics.acceptance_rate:.4g}"
+            return f"{flags} --acceptance-rates {rates}"
+        return f"{flags} --acceptance-rate {self.metrics.acceptance_rate:.4g}"
 
 
 def _text(path: Path) -> str:
@@ -77,32 +70,44 @@ def _text(path: Path) -> str:
         raise InfersizeError(str(exc)) from None
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(p) for p in re.split(r"\s*,\s*", text.strip()))
-
-
 # vLLM V1: the field order changed between releases (0.9.x rate first; 0.11+ mean length
 # first, throughputs, "Avg Draft acceptance rate" last), so each field is found on its own.
-_V1 = re.compile(r"SpecDecoding metrics: (.*)$")
-_V1_ACCEPTED = re.compile(r"\bAccepted: ([0-9]+) tokens")
-_V1_DRAFTED = re.compile(r"\bDrafted: ([0-9]+) tokens")
-_V1_RATES = re.compile(r"Per-position acceptance rate: ([0-9.]+(?:, [0-9.]+)*)")
-_V0 = re.compile(
-    r"Speculative metrics: .*Number of speculative tokens: ([0-9]+), "
-    r"Number of accepted tokens: ([0-9]+), Number of draft tokens: ([0-9]+), "
-    r"Number of emitted tokens: ([0-9]+)"
-)
+_V1 = "SpecDecoding metrics: "
+_V0 = "Speculative metrics: "
+_V0_FIELDS = ("speculative tokens", "accepted tokens", "draft tokens", "emitted tokens")
 
 
-def _v1_interval(body: str) -> Interval | None:
-    accepted, drafted = _V1_ACCEPTED.search(body), _V1_DRAFTED.search(body)
-    if accepted is None or drafted is None:
+def _v1_interval(line: str, body: int, where: str) -> Interval | None:
+    """The counts of a V1 line whose fields begin at line[body:]; None without them."""
+    accepted, drafted = lp.after(line, "Accepted: ", body), lp.after(line, "Drafted: ", body)
+    if accepted < 0 or drafted < 0:
         return None
-    rates = _V1_RATES.search(body)
-    per_pos = _floats(rates.group(1)) if rates else None
-    k = len(per_pos) if per_pos else None
-    got, sent = float(accepted.group(1)), float(drafted.group(1))
+    got = lp.count_at(line, accepted, "Accepted", where)
+    sent = lp.count_at(line, drafted, "Drafted", where)
+    lp.check_accepted(got, sent, where)
+    rates = lp.after(line, "Per-position acceptance rate: ", body)
+    per_pos = lp.rates_at(line, rates, where) if rates >= 0 else None
+    k = None if per_pos is None else len(per_pos)
     return Interval(k=k, accepted=got, drafted=sent, drafts=None, rates=per_pos)
+
+
+def _v0_row(line: str, body: int, where: str) -> tuple[int, int, int, int] | None:
+    found = [lp.after(line, f"Number of {name}: ", body) for name in _V0_FIELDS]
+    if min(found) < 0:
+        return None
+    k, accepted, draft, emitted = (
+        lp.count_at(line, at, f"number of {name}", where)
+        for at, name in zip(found, _V0_FIELDS, strict=True)
+    )
+    if not 1 <= k <= MAX_K:
+        raise InfersizeError(f"{where}: {k} speculative tokens: K must be in 1..{MAX_K}")
+    lp.check_accepted(accepted, draft, where)
+    if not draft / k <= emitted <= draft / k * (k + 1):
+        raise InfersizeError(
+            f"{where}: {emitted} emitted tokens for {draft} draft tokens at K={k}: each draft "
+            "emits 1 to K+1 tokens"
+        )
+    return k, accepted, draft, emitted
 
 
 def _v0_runs(rows: list[tuple[int, int, int, int]]) -> list[Interval]:
@@ -119,18 +124,17 @@ def _v0_runs(rows: list[tuple[int, int, int, int]]) -> list[Interval]:
     return out
 
 
-def parse_vllm_log(text: str) -> tuple[list[Interval], list[str]]:
+def parse_vllm_log(text: str, path: str) -> tuple[list[Interval], list[str]]:
     """V1 `SpecDecoding metrics:` lines (one interval each) and V0 `Speculative metrics:`
     lines (cumulative), whatever logger prefix they carry."""
     v1: list[Interval] = []
     v0: list[tuple[int, int, int, int]] = []
-    for line in text.splitlines():
-        if (m := _V1.search(line)) and (interval := _v1_interval(m.group(1))):
-            v1.append(interval)
-        elif m0 := _V0.search(line):
-            k, accepted, draft, emitted = (int(g) for g in m0.groups())
-            if k > 0:
-                v0.append((k, accepted, draft, emitted))
+    for where, line in lp.lines(text, path):
+        if (body := lp.after(line, _V1)) >= 0:
+            if interval := _v1_interval(line, body, where):
+                v1.append(interval)
+        elif (body := lp.after(line, _V0)) >= 0 and (row := _v0_row(line, body, where)):
+            v0.append(row)
     notes = []
     if v0:
         runs = _v0_runs(v0)
@@ -143,14 +147,10 @@ def parse_vllm_log(text: str) -> tuple[list[Interval], list[str]]:
 
 
 # Prometheus exposition (also the "series | value" rows a Prometheus UI copies out)
-_SERIES = re.compile(
-    r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s*\|?\s*([-+0-9.eEinfINFaN]+)(?:\s+\S+)?\s*$"
-)
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 _PROM = "vllm:spec_decode_num_"
 _DRAFTS, _DRAFT_TOKENS = _PROM + "drafts_total", _PROM + "draft_tokens_total"
 _ACCEPTED, _PER_POS = _PROM + "accepted_tokens_total", _PROM + "accepted_tokens_per_pos_total"
-PROMETHEUS_METRICS = (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS)
+PROMETHEUS_METRICS = frozenset({_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS})
 
 
 def _scrape(text: str, path: str) -> tuple[dict[str, float], dict[int, float], set[str]]:
@@ -160,23 +160,25 @@ def _scrape(text: str, path: str) -> tuple[dict[str, float], dict[int, float], s
     per_pos: dict[int, float] = {}
     seen: set[tuple[str, str]] = set()
     models: set[str] = set()
-    for line in text.splitlines():
-        m = _SERIES.match(line.strip())
-        if m is None or m.group(1) not in PROMETHEUS_METRICS:
+    for where, line in lp.lines(text, path):
+        sample = lp.series(line, PROMETHEUS_METRICS, where)
+        if sample is None:
             continue
-        name, labels_text, value = m.group(1), m.group(2) or "", float(m.group(3))
-        labels = dict(_LABEL.findall(labels_text))
+        name, labels, value_at = sample
         key = (name, ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
         if key in seen:
             raise InfersizeError(
-                f"{path}: series {name}{{{labels_text}}} appears twice: give one scrape"
+                f"{where}: series {name}{{{key[1]}}} appears twice: give one scrape"
             )
         seen.add(key)
+        value = lp.number_at(line, value_at, name, where)
         models.add(labels.get("model_name", ""))
         if name == _PER_POS:
-            position = int(labels.get("position", "-1"))
-            if position < 0:
-                raise InfersizeError(f"{path}: {name} without a position label")
+            if "position" not in labels:
+                raise InfersizeError(f"{where}: {name} without a position label")
+            position = lp.count(labels["position"], "its position label", where)
+            if position >= MAX_K:
+                raise InfersizeError(f"{where}: position {position}: K over {MAX_K}")
             per_pos[position] = per_pos.get(position, 0.0) + value
         else:
             totals[name] = totals.get(name, 0.0) + value
@@ -196,79 +198,30 @@ def parse_prometheus(text: str, path: str) -> tuple[list[Interval], list[str]]:
         return [], []
     drafts, accepted = totals[_DRAFTS], totals[_ACCEPTED]
     drafted = totals.get(_DRAFT_TOKENS, 0.0)
+    if _DRAFT_TOKENS in totals:
+        lp.check_accepted(accepted, drafted, path)
     rates = None
     if per_pos:
         if sorted(per_pos) != list(range(len(per_pos))):
             raise InfersizeError(f"{path}: positions {sorted(per_pos)} are not 0 … K−1")
+        if any(per_pos[i] > drafts for i in per_pos):
+            raise InfersizeError(
+                f"{path}: a position accepted more tokens than the {drafts:g} drafts"
+            )
         rates = tuple(per_pos[i] / drafts if drafts else 0.0 for i in range(len(per_pos)))
     k = len(rates) if rates else (round(drafted / drafts) if drafts and drafted else None)
+    if k is not None and k > MAX_K:
+        raise InfersizeError(
+            f"{path}: {_count(drafted)} draft tokens in {_count(drafts)} drafts is K={k}, over "
+            f"{MAX_K}, the largest K infersize models"
+        )
     notes = [f"summed over {len(models)} models: their K must agree"] if len(models) > 1 else []
     return [Interval(k=k, accepted=accepted, drafted=drafted, drafts=drafts, rates=rates)], notes
 
 
-# llama-server: the "statistics <impl>:" line is cumulative per drafting implementation;
-# print_timing's "draft acceptance = …" line covers one request.
-_LC_STATS = re.compile(
-    r"statistics\s+(\S+): .*#gen drafts\s*=\s*([0-9]+), #acc drafts\s*=\s*[0-9]+, "
-    r"#gen tokens\s*=\s*([0-9]+), #acc tokens\s*=\s*([0-9]+)"
-    r"(?:, #mean acc len\s*=\s*" + _NUM + r", #acc rate/pos\s*=\s*" + _LIST + r")?"
-)
-_LC_TASK = re.compile(
-    r"draft acceptance(?: rate)?\s*=\s*[0-9.]+\s*\(\s*([0-9]+) accepted\s*/\s*([0-9]+) generated\)"
-    r"(?:, mean (?:acceptance length|len)\s*=\s*" + _NUM + r")?"
-    r"(?:, acceptance rate per position\s*=\s*" + _LIST + r")?"
-)
-_LC_OTHER = re.compile(r"n_accept\s*=|draft_n_accepted|accepted [0-9]+/[0-9]+ draft tokens")
-
-
-def parse_llama_cpp_log(text: str, path: str) -> tuple[list[Interval], list[str]]:
-    """The last `statistics` line of each drafting implementation; else the per-request
-    print_timing lines with a mean length (drafts = accepted / (mean − 1), from its rounding)."""
-    stats: dict[str, Interval] = {}
-    tasks: list[Interval] = []
-    for line in text.splitlines():
-        if m := _LC_STATS.search(line):
-            impl, drafts, drafted, accepted, _, rates_text = m.groups()
-            rates = _floats(rates_text) if rates_text else None
-            k = len(rates) if rates else None
-            stats[impl] = Interval(
-                k=k,
-                accepted=float(accepted),
-                drafted=float(drafted),
-                drafts=float(drafts),
-                rates=rates,
-                group=impl,
-            )
-        elif (t := _LC_TASK.search(line)) and t.group(3) and float(t.group(3)) > 1.0:
-            accepted, drafted, mean = float(t.group(1)), float(t.group(2)), float(t.group(3))
-            rates = _floats(t.group(4)) if t.group(4) else None
-            k = len(rates) if rates else None
-            tasks.append(
-                Interval(
-                    k=k,
-                    accepted=accepted,
-                    drafted=drafted,
-                    drafts=accepted / (mean - 1.0),
-                    rates=rates,
-                )
-            )
-    if stats:
-        return list(stats.values()), ["llama.cpp statistics lines are cumulative: last one used"]
-    if tasks:
-        return tasks, ["drafts per request recovered from its rounded mean acceptance length"]
-    if _LC_TASK.search(text) or _LC_OTHER.search(text):
-        raise InfersizeError(
-            f"{path}: these llama.cpp lines give accepted / drafted tokens only (llama.cpp's "
-            "accept %, not α: its drafts stop early); α needs the number of drafts, from a "
-            "'mean acceptance length' or a 'statistics <impl>: #gen drafts' line (llama-server "
-            "2026 builds, the statistics at -lv 4)"
-        )
-    return [], []
-
-
 PARSERS: dict[str, tuple[Callable[[str, str], tuple[list[Interval], list[str]]], str]] = {
     "vllm-log": (
-        lambda text, path: parse_vllm_log(text),
+        parse_vllm_log,
         "vLLM 'SpecDecoding metrics:' (V1) or 'Speculative metrics:' (V0) lines",
     ),
     "prometheus": (parse_prometheus, "vllm:spec_decode_num_*_total counters"),
@@ -344,6 +297,8 @@ def measure(source: str, path: Path, draft_k: int | None = None) -> MeasuredAcce
     only the counts at that K (a file that mixes K otherwise gives its K with most drafts)."""
     if source not in PARSERS:
         raise InfersizeError(f"unknown source '{source}': one of {', '.join(SOURCES)}")
+    if draft_k is not None and not 1 <= draft_k <= MAX_K:
+        raise ValueRangeError("draft_k", f"must be in 1..{MAX_K}, got {draft_k}")
     parse, looked_for = PARSERS[source]
     found, notes = parse(_text(path), str(path))
     if not found:
@@ -356,6 +311,12 @@ def measure(source: str, path: Path, draft_k: int | None = None) -> MeasuredAcce
     if drafts <= 0:
         raise InfersizeError(f"{path}: its spec-decode counts hold no drafts")
     mean = 1.0 + accepted / drafts
+    if mean > k + 1.0 + 1e-9:
+        raise InfersizeError(
+            f"{path}: {_count(accepted):,} accepted tokens in {_count(drafts):,} drafts is a mean "
+            f"acceptance length of {mean:.4g}, over K+1 = {k + 1}: not counts of drafts of "
+            f"{k} tokens"
+        )
     per_position = _profile(used, drafts, str(path))
     return MeasuredAcceptance(
         source=source,

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 FORMATS = (".png", ".svg")
 
 
+def literal(text: str) -> str:
+    """`text` drawn as it is: matplotlib reads text between two `$` as mathtext (a name like
+    `$\\frac{1}{$` would fail to draw), and an escaped `\\$` is drawn as a plain `$`."""
+    return text.replace("$", r"\$")
+
+
 def _new_figure(width: float, height: float) -> tuple[Figure, Axes]:
     """A figure on the Agg backend (no display needed)."""
     fig, axes = new_figure_grid(1, 1, width, height)
@@ -110,7 +116,7 @@ def speedup_vs_k_figure(
     ax.margins(y=0.12)  # room above the stars and below the lowest label
     ax.set_xlabel("draft length K")
     ax.set_ylabel(f"speedup ({curves[0].model.name} model)" if curves else "speedup")
-    ax.set_title(title)
+    ax.set_title(literal(title))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
@@ -139,7 +145,7 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size (sequences)")
     ax.set_ylabel(f"speedup ({curve.model.name} model)")
-    ax.set_title(label)
+    ax.set_title(literal(label))
     ax.grid(alpha=0.3)
     return fig
 
@@ -204,6 +210,7 @@ def frontier_figure(plot: FrontierPlot) -> Figure:
     for i, series in enumerate(plot.targets):  # up to 20 targets, each colour and marker once
         color, marker = palette(i % palette.N), "os^Dv"[(i // palette.N) % 5]
         label = series.name if series.best is None else f"{series.name}: ★ {series.best[0]}"
+        label = literal(label)
         ax.scatter(series.memory_gib, series.speedup, s=16, label=label, color=color,
                    marker=marker, alpha=0.8)  # fmt: skip
         ax.step(series.steps_gib, series.steps_speedup, where="post", alpha=0.5, color=color)
@@ -212,7 +219,7 @@ def frontier_figure(plot: FrontierPlot) -> Figure:
                     markersize=14, color=color, markeredgecolor="black")  # fmt: skip
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
-    ax.set_title(f"{plot.gpu}: frontier (★ best pair)\nat {plot.selection}", fontsize=10)
+    ax.set_title(literal(f"{plot.gpu}: frontier (★ best pair)\nat {plot.selection}"), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               title="target: ★ best draft, K", title_fontsize=7)  # fmt: skip
@@ -246,7 +253,7 @@ def methods_figure(curves: Mapping[str, Sequence[tuple[int, float, str]]], title
         speedups = [p[1] for p in points]
         drafters = sorted({p[2].split(" ")[0] for p in points})
         shown = ", ".join(drafters[:3]) + (" ..." if len(drafters) > 3 else "")
-        ax.plot(batches, speedups, marker="o", label=f"{method}: {shown}")
+        ax.plot(batches, speedups, marker="o", label=literal(f"{method}: {shown}"))
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log", base=2)
     batches = sorted({p[0] for points in curves.values() for p in points})
@@ -254,7 +261,7 @@ def methods_figure(curves: Mapping[str, Sequence[tuple[int, float, str]]], title
     ax.minorticks_off()
     ax.set_xlabel("batch size (concurrent sequences)")
     ax.set_ylabel("speedup over plain decoding (roofline)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(literal(title), fontsize=10)
     ax.legend(fontsize=8, title="method: drafter(s)", title_fontsize=8)
     ax.grid(alpha=0.3)
     ax.margins(y=0.12)

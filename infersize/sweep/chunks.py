@@ -3,25 +3,29 @@ a done-marker; and, for --resume, which chunks of an unfinished run read back wh
 Arrow IPC files, LZ4-compressed: internal, read once by the merge (sweep/merge.py), they cost a
 fifth of a zstd Parquet file to write and a twentieth to read; cells are Parquet, published.
 
-A worker writes only while its run's main process lives, through fresh exclusive temp names
-renamed into place: a killed run's workers write nothing after it dies, never half a file."""
+A worker writes only while its run's main process lives, through fresh exclusive temp names in
+the run's tmp/ folder renamed into place, every folder opened without following links
+(sweep/tree.py): a killed run's workers write nothing after it dies, never half a file, and
+never a temp file into a folder that is published."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
 from infersize.errors import InfersizeError
-from infersize.files import atomic_write, temp_beside
-from infersize.sweep.output import Generation
+from infersize.sweep import tree
+from infersize.sweep.generations import Generation
 from infersize.sweep.score import ChunkTask, score
 from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
+from infersize.sweep.tree import Dir
 
 if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
     from infersize.sweep.plan import Plan
@@ -41,25 +45,26 @@ class ChunkDone:
 
 @dataclass(frozen=True)
 class Where:
-    """Where a worker writes, and whose run it works for."""
+    """Where a worker writes (the output folder and the run), and whose run it works for."""
 
-    parts: str
-    gen: str
+    out_dir: str
+    run_id: str
     main_pid: int
+
+    @property
+    def generation(self) -> Generation:
+        return Generation(Path(self.out_dir), self.run_id)
 
 
 def _check_alive(where: Where) -> None:
-    if not where.main_pid:  # a Dask worker on another host: the run folder decides
-        if not Path(where.parts).is_dir():
-            raise RunAbandonedError("the run's folder was removed")
-        return
-    try:
-        os.kill(where.main_pid, 0)
-    except ProcessLookupError:
-        raise RunAbandonedError(f"the run (pid {where.main_pid}) is gone") from None
-    except PermissionError:  # alive, another user's: cannot be ours
-        raise RunAbandonedError(f"pid {where.main_pid} is not this run") from None
-    if not Path(where.parts).is_dir():
+    if where.main_pid:
+        try:
+            os.kill(where.main_pid, 0)
+        except ProcessLookupError:
+            raise RunAbandonedError(f"the run (pid {where.main_pid}) is gone") from None
+        except PermissionError:  # alive, another user's: cannot be ours
+            raise RunAbandonedError(f"pid {where.main_pid} is not this run") from None
+    if not where.generation.work.is_dir():  # on a Dask worker elsewhere, the only sign
         raise RunAbandonedError("the run's folder was removed")
 
 
@@ -68,31 +73,39 @@ def part_name(index: int) -> str:
     return f"part-{index:06d}.arrow"
 
 
-def read_part(path: Path) -> pa.Table:
+def read_part(folder: Dir, name: str) -> pa.Table:
     """A part, whole (the map stays open as long as the table needs it)."""
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    mapped = tree.map_file(folder, name)
+    return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
 
 
-def _atomic_table(table: pa.Table, path: Path, where: Where) -> None:
-    """Write under a fresh exclusive temp name beside `path`, then rename; never half a file.
-    A .arrow path gets Arrow IPC (LZ4), any other Parquet (zstd)."""
+def _table_writer(table: pa.Table, name: str) -> Callable[[BinaryIO], None]:
+    """What writes `table` to a file: Arrow IPC (LZ4) for a .arrow name, else Parquet (zstd)."""
     import pyarrow.parquet as pq
 
+    def write(handle: BinaryIO) -> None:
+        if name.endswith(".arrow"):
+            options = pa.ipc.IpcWriteOptions(compression="lz4")
+            with pa.ipc.new_file(handle, table.schema, options=options) as writer:
+                writer.write_table(table)
+        else:
+            pq.write_table(table, handle, compression="zstd")
+
+    return write
+
+
+def _write_table(table: pa.Table, where: Where, folders: tuple[str, ...], name: str) -> None:
+    """The run's folders/name written whole, while the run lives; the last folder is made if
+    it is not there (a cells/gpu=ID folder), none above it (a removed run stays removed)."""
     _check_alive(where)
-    fd, tmp = temp_beside(path)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if path.suffix == ".arrow":
-                options = pa.ipc.IpcWriteOptions(compression="lz4")
-                with pa.ipc.new_file(handle, table.schema, options=options) as writer:
-                    writer.write_table(table)
-            else:
-                pq.write_table(table, handle, compression="zstd")
-        _check_alive(where)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    run = where.generation
+    with (
+        run.open(*folders[:-1]) as above,
+        above.sub(folders[-1], True) as folder,
+        run.open("tmp") as tmp,
+    ):
+        write = _table_writer(table, name)
+        tree.write_file(folder, name, tmp, write, lambda: _check_alive(where))
 
 
 def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
@@ -100,21 +113,20 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     pa.set_cpu_count(1)  # one worker per core: no nested thread pools
     start = time.perf_counter()
     scored = score(task)
-    parts = Path(where.parts)
     tables = {name: table.build(task, scored) for name, table in OUTPUT_TABLES.items()}
     for table_name, table in tables.items():
-        _atomic_table(table, parts / table_name / part_name(task.index), where)
+        _write_table(table, where, ("parts", table_name), part_name(task.index))
     if task.with_cells:
         for gpu, table in cells_tables(task, scored).items():
-            folder = Path(where.gen) / "cells" / f"gpu={gpu}"
-            folder.mkdir(exist_ok=True)  # not parents: a removed run folder stays removed
-            _atomic_table(table, folder / f"part-{task.index:06d}.parquet", where)
+            folders = ("gen", "cells", f"gpu={gpu}")
+            _write_table(table, where, folders, f"part-{task.index:06d}.parquet")
     n_cells = scored.setting.size * len(task.ks)
     done = ChunkDone(
         task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
     )
     _check_alive(where)
-    atomic_write(parts / "done" / f"{task.index:06d}.json", json.dumps(asdict(done)))
+    with where.generation.open("parts", "done") as folder, where.generation.open("tmp") as tmp:
+        tree.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(asdict(done)))
     return done
 
 
@@ -138,32 +150,49 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
 def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
     """Chunks of an unfinished run whose done-marker and part files read back whole."""
     done = set()
-    for marker in (generation.parts / "done").glob("*.json"):
-        try:
-            record = json.loads(marker.read_text(encoding="utf-8"))
-            index, rows = int(record["index"]), dict(record["rows"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        whole = all(
-            0 <= int(rows.get(table, -1)) == _rows_of(generation.parts / table / part_name(index))
-            for table in OUTPUT_TABLES
-        )
-        if whole and with_cells:
-            cells = (generation.gen / "cells").glob(f"gpu=*/part-{index:06d}.parquet")
-            whole = all(_rows_of(p) >= 0 for p in cells)
-        if whole:
-            done.add(index)
+    with generation.open("parts") as parts, parts.sub("done") as markers:
+        for name in markers.names():
+            try:
+                record = json.loads(tree.read_bytes(markers, name))
+                index, rows = int(record["index"]), dict(record["rows"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            whole = all(
+                0 <= int(rows.get(table, -1)) == _rows_of(parts, (table, part_name(index)))
+                for table in OUTPUT_TABLES
+            )
+            if whole and with_cells:
+                whole = _cells_whole(generation, index)
+            if whole:
+                done.add(index)
     return done
 
 
-def _rows_of(path: Path) -> int:
-    """The rows of a part (read whole) or a Parquet file (its footer); -1 when it does not
-    read back."""
+def _cells_whole(generation: Generation, index: int) -> bool:
+    """Every cells part of the chunk there reads back (a GPU may have none of its cells)."""
+    name = f"part-{index:06d}.parquet"
+    try:
+        with generation.open("gen", "cells") as cells:
+            for gpu in (n for n in cells.names() if cells.kind(n) == "dir"):
+                with cells.sub(gpu) as folder:
+                    if folder.kind(name) is not None and _rows_of(cells, (gpu, name)) < 0:
+                        return False
+    except FileNotFoundError:
+        pass
+    return True
+
+
+def _rows_of(folder: Dir, names: tuple[str, str]) -> int:
+    """The rows of a part (read whole) or a Parquet file (its footer) at folder/sub/name; -1
+    when it does not read back (missing, damaged, or a link)."""
     import pyarrow.parquet as pq
 
+    sub, name = names
     try:
-        if path.suffix == ".arrow":
-            return int(read_part(path).num_rows)
-        return int(pq.read_metadata(path).num_rows)
-    except (OSError, pa.ArrowException):
+        with folder.sub(sub) as below:
+            if name.endswith(".arrow"):
+                return int(read_part(below, name).num_rows)
+            mapped = pa.py_buffer(tree.map_file(below, name))
+            return int(pq.read_metadata(pa.BufferReader(mapped)).num_rows)
+    except (OSError, ValueError, InfersizeError, pa.ArrowException):
         return -1

@@ -83,6 +83,11 @@ FloatAxis = Annotated[list[float], Field(min_length=1)] | Range
 IntAxis = Annotated[list[int], Field(min_length=1)] | Range
 
 
+# the largest count an axis may hold (context, batch, TP): int32's, so that tables' 64-bit
+# integers and the products of two counts never overflow
+MAX_AXIS_INT = 2**31 - 1
+
+
 class GpuEntry(_Strict):
     name: str
     tp: list[int] = Field(default=[1], min_length=1)
@@ -93,6 +98,8 @@ class GpuEntry(_Strict):
     def _tp_positive(cls, tp: list[int]) -> list[int]:
         if any(t < 1 for t in tp):
             raise ValueError("tp sizes must be >= 1")
+        if any(t > MAX_AXIS_INT for t in tp):
+            raise ValueError(f"tp sizes must be at most {MAX_AXIS_INT:,}")
         return tp
 
 

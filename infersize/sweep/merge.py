@@ -10,49 +10,76 @@ name and renamed into place only when whole; a failure removes the temp files.
 
 from __future__ import annotations
 
+import io
 import os
-from pathlib import Path
+from contextlib import ExitStack, suppress
 from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from infersize.files import temp_beside
+from infersize.sweep import tree
 from infersize.sweep.chunks import part_name, read_part
 from infersize.sweep.columns import arrow_schema
-from infersize.sweep.output import Generation
+from infersize.sweep.generations import Generation
 from infersize.sweep.tables import OUTPUT_TABLES
+from infersize.sweep.tree import Dir
 
 
-def _part(generation: Generation, table: str, index: int) -> Path:
-    return generation.parts / table / part_name(index)
+class _Sink(io.RawIOBase):
+    """A file the Parquet writer writes through, which can be told to drop what follows: an
+    abandoned table (a full disk, an interrupted run) is closed into nothing, so the writer
+    ends cleanly instead of failing again when it is collected."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self.handle = handle
+        self.position = 0
+        self.dropped = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        size = len(memoryview(data))
+        if not self.dropped:
+            self.handle.write(data)
+        self.position += size
+        return size
+
+    def tell(self) -> int:
+        return self.position
 
 
 class _StreamedTable:
-    """One concatenated table's Parquet and CSV files, appended to part by part."""
+    """One concatenated table's Parquet and CSV files, appended to part by part: temp files in
+    the run's tmp/ folder, renamed into gen/ when whole."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.schema = arrow_schema(OUTPUT_TABLES[name].columns)
         self.rows = 0
         self.header_written = False
-        self.temps: dict[Path, str] = {}  # every temp file made, for close() to remove
+        self.temps: dict[str, str] = {}  # final name -> temp name, for close() to move or remove
+        self.handles: list[BinaryIO] = []
+        self.sink: _Sink | None = None
         self.parquet: pq.ParquetWriter | None = None
         self.csv: BinaryIO | None = None
 
-    def open(self, folder: Path, formats: list[str]) -> None:
-        name = self.name
+    def _new(self, tmp: Dir, final: str) -> BinaryIO:
+        fd, self.temps[final] = tree.new_temp(tmp, final)
+        handle = os.fdopen(fd, "wb")
+        self.handles.append(handle)
+        return handle
+
+    def open(self, tmp: Dir, formats: list[str]) -> None:
         if "parquet" in formats:
-            path = folder / f"{name}.parquet"
-            fd, self.temps[path] = temp_beside(path)
-            os.close(fd)
+            self.sink = _Sink(self._new(tmp, f"{self.name}.parquet"))
             self.parquet = pq.ParquetWriter(
-                self.temps[path], self.schema, compression="zstd", write_statistics=True
+                self.sink, self.schema, compression="zstd", write_statistics=True
             )
         if "csv" in formats:
-            path = folder / f"{name}.csv"
-            fd, self.temps[path] = temp_beside(path)
-            self.csv = os.fdopen(fd, "wb")
+            self.csv = self._new(tmp, f"{self.name}.csv")
 
     def append(self, part: pa.Table) -> None:
         import polars as pl
@@ -67,18 +94,34 @@ class _StreamedTable:
             self.header_written = True
         self.rows += part.num_rows
 
-    def close(self, keep: bool) -> None:
-        """Close the files; `keep` renames them into place, else they are removed."""
-        parquet, csv, self.parquet, self.csv = self.parquet, self.csv, None, None
-        if parquet is not None:
-            parquet.close()
-        if csv is not None:
-            csv.close()
-        for path, tmp in self.temps.items():
-            if keep:
-                Path(tmp).replace(path)
+    def close(self, keep: bool, gen: Dir, tmp: Dir) -> None:
+        """Close the files; `keep` renames them into gen/, else (or when closing fails) they
+        are removed, and the first failure is raised when keeping."""
+        failure: BaseException | None = None
+        parquet, self.parquet = self.parquet, None
+        if parquet is not None and self.sink is not None:
+            self.sink.dropped = not keep
+            try:
+                parquet.close()
+            except (OSError, pa.ArrowException) as exc:
+                failure = exc
+                self.sink.dropped = True
+                with suppress(OSError, pa.ArrowException):
+                    parquet.close()  # into nothing: it cannot fail again when collected
+        for handle in self.handles:
+            try:
+                handle.close()
+            except OSError as exc:
+                failure = failure or exc
+        self.handles, self.csv = [], None
+        for final, temp in self.temps.items():
+            if keep and failure is None:
+                tree.move(tmp, temp, gen, final)
             else:
-                Path(tmp).unlink(missing_ok=True)
+                tree.unlink(tmp, temp)
+        self.temps = {}
+        if keep and failure is not None:
+            raise failure
 
 
 class TableMerge:
@@ -91,13 +134,18 @@ class TableMerge:
         self.finished: set[int] = set()
         self.next_index = 0
         self.streamed: dict[str, _StreamedTable] = {}
-        for stale in generation.gen.glob(".*.tmp"):  # a killed run's, when resuming it
-            stale.unlink()
+        self.folders = ExitStack()
         try:
+            self.gen = self.folders.enter_context(generation.open("gen"))
+            self.tmp = self.folders.enter_context(generation.open("tmp"))
+            self.parts = {
+                name: self.folders.enter_context(generation.open("parts", name))
+                for name in OUTPUT_TABLES
+            }
             for name, table in OUTPUT_TABLES.items():
                 if table.merge is None:
                     self.streamed[name] = _StreamedTable(name)
-                    self.streamed[name].open(generation.gen, formats)
+                    self.streamed[name].open(self.tmp, formats)
         except BaseException:
             self.abandon()
             raise
@@ -107,7 +155,7 @@ class TableMerge:
         self.finished.add(index)
         while self.next_index in self.finished:
             for name, stream in self.streamed.items():
-                stream.append(read_part(_part(self.generation, name, self.next_index)))
+                stream.append(read_part(self.parts[name], part_name(self.next_index)))
             self.next_index += 1
 
     def finish(self) -> dict[str, int]:
@@ -116,46 +164,39 @@ class TableMerge:
             raise RuntimeError(f"merge ended at chunk {self.next_index} of {self.n_chunks}")
         rows = {}
         for name, stream in self.streamed.items():
-            stream.close(keep=True)
+            stream.close(True, self.gen, self.tmp)
             rows[name] = stream.rows
         for name, table in OUTPUT_TABLES.items():
             if table.merge is not None:
-                rows[name] = _merge_whole(self.generation, name, self.n_chunks, self.formats)
+                rows[name] = self._merge_whole(name)
+        self.folders.close()
         return {name: rows[name] for name in OUTPUT_TABLES}
 
     def abandon(self) -> None:
+        """Remove every file not yet renamed into place (never raises)."""
         for stream in self.streamed.values():
-            stream.close(keep=False)
+            with suppress(OSError, pa.ArrowException):
+                stream.close(False, self.gen, self.tmp)
+        self.folders.close()
 
+    def _merge_whole(self, name: str) -> int:
+        """A table with a merge step: polars reads every part, merges, writes (each file a
+        temp file in tmp/, renamed into gen/); returns its rows."""
+        import polars as pl
 
-def _sink(frame: Any, path: Path, kind: str, schema: pa.Schema | None = None) -> None:
-    """polars writes to a fresh exclusive temp name beside `path`, then one rename."""
-    fd, tmp = temp_beside(path)
-    os.close(fd)
-    try:
-        if kind == "parquet":
-            frame.sink_parquet(tmp, compression="zstd", statistics=True, arrow_schema=schema)
-        else:
-            frame.sink_csv(tmp)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _merge_whole(generation: Generation, name: str, n_chunks: int, formats: list[str]) -> int:
-    """A table with a merge step: polars reads every part, merges, writes; returns its rows."""
-    import polars as pl
-
-    table = OUTPUT_TABLES[name]
-    files = [str(_part(generation, name, i)) for i in range(n_chunks)]
-    frame = pl.scan_ipc(files)
-    if table.merge is not None:
-        frame = table.merge(frame)
-    if "parquet" in formats:  # the data dictionary travels as field metadata
-        _sink(frame, generation.gen / f"{name}.parquet", "parquet", arrow_schema(table.columns))
-    if "csv" in formats:
-        _sink(frame, generation.gen / f"{name}.csv", "csv")
-    if "parquet" in formats:  # the count is in the footer just written
-        return int(pq.read_metadata(generation.gen / f"{name}.parquet").num_rows)
-    return int(frame.select(pl.len()).collect().item())
+        table = OUTPUT_TABLES[name]
+        parts = [read_part(self.parts[name], part_name(i)) for i in range(self.n_chunks)]
+        frame = pl.LazyFrame(pa.concat_tables(parts))
+        if table.merge is not None:
+            frame = table.merge(frame)
+        merged = frame.collect()
+        schema = arrow_schema(table.columns)  # the data dictionary travels as field metadata
+        writers = {
+            "parquet": lambda handle: merged.lazy().sink_parquet(
+                handle, compression="zstd", statistics=True, arrow_schema=schema
+            ),
+            "csv": lambda handle: merged.lazy().sink_csv(handle),
+        }
+        for kind in (k for k in writers if k in self.formats):
+            tree.write_file(self.gen, f"{name}.{kind}", self.tmp, writers[kind])
+        return int(merged.height)

@@ -1,18 +1,18 @@
 """An output folder the sweep owns, written one whole generation at a time.
 
-Layout of an output folder (docs/architecture.md):
+Layout of an output folder (docs/reliability.md has its invariants):
   .infersize-output              the marker: infersize made or adopted this folder
   .infersize.lock                one run at a time (flock, released by the kernel on any death)
   .generations/<run>/            one complete run: tables, manifest, resolved config, cells/
-  .generations/<run>.partial/    the run being written: parts/ and gen/ (what becomes <run>/)
+  .generations/<run>.partial/    the run being written: parts/, tmp/ and gen/ (becomes <run>/)
   current -> .generations/<run>  the published generation, switched by one rename
   frontier.parquet -> current/frontier.parquet, ... one link per published name
 
-A run writes everything into its partial folder, renames gen/ to .generations/<run>, and then
-replaces the `current` link in one rename: a reader sees the old generation or the new one,
-never a mix, and a failure at any point leaves the old one whole. Only what infersize wrote is
-ever replaced or deleted: each generation lists its files, and a folder with anything else in
-it is refused (or, for an old generation, left in place).
+This module keeps the folder's top level: claiming it, its lock, the links, and what an older
+infersize left there; sweep/generations.py keeps the runs below `.generations`. Only what
+infersize wrote is ever replaced or deleted: a folder holding anything else is refused, and an
+older layout's files are recorded (path, size, modification time) when the folder is adopted
+and deleted only while they are still exactly what was recorded.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ import json
 import os
 import re
 import secrets
-import shutil
-import time
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from infersize.errors import InfersizeError
 from infersize.files import atomic_write
+from infersize.sweep import tree
+from infersize.sweep.tree import OutputError as OutputError  # raised here, caught by callers
 
 MARKER = ".infersize-output"
 LOCK = ".infersize.lock"
@@ -39,36 +38,39 @@ GENERATIONS = ".generations"
 CURRENT = "current"
 FILE_LIST = ".files.json"  # inside a generation: every file it holds, as written
 PARTIAL = ".partial"
+OUT = ("out",)  # the setting an OutputError most often asks the user to change
 # names an older infersize (before generations) wrote at the top of the folder
 LEGACY_NAMES = frozenset(
     {f"{t}.{e}" for t in ("frontier", "best_pairs", "coverage") for e in ("parquet", "csv")}
     | {"manifest.json", "sweep.resolved.yaml", "schema.json", "cells", ".parts", LOCK}
 )
-
-
-class OutputError(InfersizeError):
-    """The output folder cannot be used (unwritable, not ours, held by another run)."""
-
-
-OUT = ("out",)  # the setting an OutputError most often asks the user to change
-
-
 # what an older layout kept in its folders: anything else there is a user's
 _LEGACY_TREE = re.compile(
     r"(cells/gpu=[^/]+/part-\d{6}\.parquet|\.parts/plan\.json|\.parts/done/\d{6}\.json"
     r"|\.parts/(frontier|best_pairs|coverage)/part-\d{6}\.parquet)"
 )
+Legacy = dict[str, tuple[int, int]]  # an older layout's file -> (size, modification time)
+
+
+def _files_of(out_dir: Path, name: str) -> list[str] | None:
+    """The files below out_dir/name (a folder, opened without following links), as paths
+    relative to out_dir; None when it is a link or not a folder."""
+    try:
+        with tree.walk(out_dir, name) as folder:
+            return [f"{name}/{p}" for p in tree.files_below(folder)]
+    except (OSError, OutputError):
+        return None
 
 
 def _legacy_trees_are_ours(out_dir: Path) -> bool:
-    for tree in ("cells", ".parts"):
-        root = out_dir / tree
-        if root.is_symlink():
+    for name in ("cells", ".parts"):
+        if not (out_dir / name).exists() and not (out_dir / name).is_symlink():
+            continue
+        files = _files_of(out_dir, name)
+        if files is None or not all(_LEGACY_TREE.fullmatch(f) for f in files):
             return False
-        for path in root.rglob("*") if root.is_dir() else ():
-            relative = str(path.relative_to(out_dir))
-            if path.is_symlink() or (path.is_file() and not _LEGACY_TREE.fullmatch(relative)):
-                return False
+        if any((out_dir / f).is_symlink() for f in files):
+            return False
     return True
 
 
@@ -90,11 +92,29 @@ def _foreign(out_dir: Path) -> list[str]:
     return names
 
 
+def inside_output(out_dir: Path) -> Path | None:
+    """The infersize output folder `out_dir` lies inside (in its .generations, a generation,
+    through its `current` link, anywhere below it), or None."""
+    for parent in out_dir.resolve().parents:
+        marker = parent / MARKER
+        if marker.is_file() and not marker.is_symlink():
+            return parent
+    return None
+
+
 def claim(out_dir: Path) -> None:
     """Make `out_dir` an infersize output folder: create it, or adopt it when it is empty or
-    holds only what infersize wrote; refuse anything else."""
+    holds only what infersize wrote; refuse anything else, and any folder inside another
+    output folder (whose runs would delete it)."""
     if out_dir.is_symlink() and not out_dir.is_dir():
         raise OutputError(f"{out_dir}: is a dangling symlink; choose another {{out}}", settings=OUT)
+    owner = inside_output(out_dir)
+    if owner is not None:
+        raise OutputError(
+            f"{out_dir}: is inside the infersize output folder {owner}, whose runs own "
+            "everything in it; choose a folder outside it with {out}",
+            settings=OUT,
+        )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
@@ -117,11 +137,7 @@ def claim(out_dir: Path) -> None:
         )
     try:
         if not (out_dir / MARKER).is_file():
-            legacy = sorted(
-                {p.name for p in out_dir.iterdir()} - {LOCK}
-            )  # adopted: an older infersize's
-            marker = {"infersize_output": 1, "legacy": legacy}
-            atomic_write(out_dir / MARKER, json.dumps(marker) + "\n")
+            write_marker(out_dir, _record_legacy(out_dir))  # adopted: an older infersize's
         probe = out_dir / f".write-test-{secrets.token_hex(4)}"
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         os.close(fd)
@@ -133,11 +149,12 @@ def claim(out_dir: Path) -> None:
 @contextmanager
 def lock(out_dir: Path) -> Iterator[None]:
     """One run per output folder. The lock file is opened without following symlinks (a
-    planted link is refused, never truncated); flock is released by the kernel when the holder
-    dies, even by SIGKILL, so a killed run never leaves a stale lock behind."""
+    planted link is refused, never truncated) and must be a regular file (a FIFO or device
+    there is refused); flock is released by the kernel when the holder dies, even by SIGKILL,
+    so a killed run never leaves a stale lock behind."""
     path = out_dir / LOCK
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OutputError(
@@ -145,6 +162,10 @@ def lock(out_dir: Path) -> Iterator[None]:
             ) from None
         raise OutputError(f"{path}: cannot open the lock ({exc.strerror})") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputError(
+                f"{path}: the lock is not a regular file (a FIFO, device or socket); remove it"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -161,68 +182,71 @@ def lock(out_dir: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-@dataclass(frozen=True)
-class Generation:
-    """One run's folders: `work` holds its parts and `gen` what will be published."""
-
-    out_dir: Path
-    run_id: str
-
-    @property
-    def work(self) -> Path:
-        return self.out_dir / GENERATIONS / f"{self.run_id}{PARTIAL}"
-
-    @property
-    def parts(self) -> Path:
-        return self.work / "parts"
-
-    @property
-    def gen(self) -> Path:
-        return self.work / "gen"
-
-    @property
-    def final(self) -> Path:
-        return self.out_dir / GENERATIONS / self.run_id
+def identity(path: Path) -> tuple[int, int] | None:
+    """(size, modification time) of a regular file (not a link), else None."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(4)
+def _record_legacy(out_dir: Path) -> Legacy:
+    """Every file an older layout left in the folder being adopted, as it is now."""
+    record: Legacy = {}
+    for name in sorted({p.name for p in out_dir.iterdir()} - {LOCK}):
+        files = _files_of(out_dir, name) if (out_dir / name).is_dir() else [name]
+        for relative in files or []:
+            if (found := identity(out_dir / relative)) is not None:
+                record[relative] = found
+    return record
 
 
-def partial_runs(out_dir: Path) -> list[Generation]:
-    """Unfinished runs in the folder, newest first."""
-    store = out_dir / GENERATIONS
-    if not store.is_dir():
-        return []
-    runs = [
-        Generation(out_dir, p.name[: -len(PARTIAL)])
-        for p in store.iterdir()
-        if p.name.endswith(PARTIAL) and p.is_dir() and not p.is_symlink()
-    ]
-    return sorted(runs, key=lambda g: g.run_id, reverse=True)
+def write_marker(out_dir: Path, legacy: Legacy) -> None:
+    marker = {"infersize_output": 2, "legacy": {k: list(v) for k, v in sorted(legacy.items())}}
+    atomic_write(out_dir / MARKER, json.dumps(marker) + "\n")
 
 
-def start(out_dir: Path, run_id: str) -> Generation:
-    generation = Generation(out_dir, run_id)
-    (out_dir / GENERATIONS).mkdir(exist_ok=True)
-    generation.work.mkdir()  # a fresh run id: never an existing folder
-    generation.parts.mkdir()
-    generation.gen.mkdir()
-    return generation
+def legacy_files(out_dir: Path) -> Legacy:
+    """The older layout's files recorded when the folder was adopted, and not yet removed. A
+    marker from before files were recorded (a list of names) vouches for none."""
+    try:
+        recorded = json.loads((out_dir / MARKER).read_text(encoding="utf-8")).get("legacy")
+        if isinstance(recorded, dict):
+            return {str(k): (int(v[0]), int(v[1])) for k, v in recorded.items()}
+    except (OSError, ValueError, AttributeError, TypeError, IndexError):
+        pass
+    return {}
 
 
-def discard(generation: Generation) -> None:
-    """Remove an unfinished run's folder (its parts are only ever infersize's)."""
-    shutil.rmtree(generation.work, ignore_errors=True)
+def legacy_intact(out_dir: Path, name: str, legacy: Legacy) -> bool:
+    """out_dir/name is exactly what the older infersize left there: a file of its recorded
+    size and time, or a folder holding exactly its recorded files, each unchanged."""
+    path = out_dir / name
+    if path.is_symlink() or not path.exists():
+        return False
+    files = _files_of(out_dir, name) if path.is_dir() else [name]
+    recorded = {k for k in legacy if k == name or k.startswith(f"{name}/")}
+    if files is None or set(files) != recorded:
+        return False
+    return all(identity(out_dir / f) == legacy[f] for f in files)
 
 
-def _list_files(folder: Path) -> list[str]:
-    return sorted(
-        str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() or p.is_symlink()
-    )
+def remove_legacy(out_dir: Path, name: str, legacy: Legacy) -> bool:
+    """Delete an older layout's file or folder, only the recorded files still unchanged (a
+    folder keeps anything else, and stays); True when nothing is left of it."""
+    path = out_dir / name
+    if not path.is_dir() or path.is_symlink():
+        if legacy.get(name) is not None and identity(path) == legacy.get(name):
+            path.unlink()
+        return not path.exists() and not path.is_symlink()
+    with tree.open_root(out_dir) as top:
+        return tree.remove_tree(
+            top, name, lambda p: identity(out_dir / name / p) == legacy.get(f"{name}/{p}")
+        )
 
 
-def _link(out_dir: Path, name: str, target: str) -> None:
+def link(out_dir: Path, name: str, target: str) -> None:
     """Point out_dir/name at `target` in one rename, through a link of a random name."""
     tmp = out_dir / f".{name}.link-{secrets.token_hex(4)}"
     tmp.symlink_to(target)
@@ -233,97 +257,34 @@ def _link(out_dir: Path, name: str, target: str) -> None:
         raise
 
 
-def _published_names(out_dir: Path) -> set[str]:
+def is_our_link(path: Path) -> bool:
+    """A link infersize made: into current/ (a published name) or `current` itself."""
+    if not path.is_symlink():
+        return False
+    target = str(path.readlink())
+    return target.startswith(f"{CURRENT}/") or target.startswith(f"{GENERATIONS}/")
+
+
+def published_names(out_dir: Path) -> set[str]:
     """Top-level links infersize made into current/."""
-    names = set()
-    for entry in out_dir.iterdir():
-        if entry.is_symlink() and str(entry.readlink()).startswith(f"{CURRENT}/"):
-            names.add(entry.name)
-    return names
+    return {
+        p.name
+        for p in out_dir.iterdir()
+        if p.is_symlink() and str(p.readlink()).startswith(f"{CURRENT}/")
+    }
 
 
-def _legacy(out_dir: Path) -> set[str]:
-    """The top-level names an older infersize wrote, recorded when the folder was adopted."""
-    try:
-        return set(json.loads((out_dir / MARKER).read_text(encoding="utf-8")).get("legacy", []))
-    except (OSError, ValueError, AttributeError):
-        return set()
-
-
-def _check_names_free(out_dir: Path, names: set[str], legacy: set[str]) -> None:
-    """Every name to publish is free, one of infersize's links, or an older layout's file."""
+def check_names_free(out_dir: Path, names: set[str], legacy: Legacy) -> None:
+    """Every name to publish is free, one of infersize's links, or an older layout's file still
+    as it was recorded; anything else there is the user's, and stays."""
     for name in sorted(names):
         path = out_dir / name
-        if path.exists() and not path.is_symlink() and name not in legacy:
-            raise OutputError(
-                f"{path}: a file infersize did not write is where it publishes '{name}'; move "
-                "it away (the new tables are kept for {resume})",
-                settings=("resume",),
-            )
-
-
-def publish(generation: Generation) -> list[str]:
-    """Make the finished run the folder's current generation. Links for its names are made
-    first (they point through `current`, so they show nothing new yet); then the run is
-    renamed into place and `current` switched in one rename, undone if it fails. After that
-    the run is published: tidying up (stale links, an older layout's files, old generations)
-    only reports what it could not do. Returns those reports."""
-    out_dir = generation.out_dir
-    names = {p.name for p in generation.gen.iterdir()}
-    legacy = _legacy(out_dir)
-    _check_names_free(out_dir, names, legacy)
-    atomic_write(generation.gen / FILE_LIST, json.dumps(_list_files(generation.gen)))
-    for name in sorted(names):
-        if not (out_dir / name).exists() or (out_dir / name).is_symlink():
-            _link(out_dir, name, f"{CURRENT}/{name}")
-    generation.gen.rename(generation.final)
-    try:
-        _link(out_dir, CURRENT, f"{GENERATIONS}/{generation.run_id}")
-    except BaseException:
-        generation.final.rename(generation.gen)  # the run stays whole, and resumable
-        raise
-    try:
-        return _tidy(generation, names, legacy)
-    except OSError as exc:
-        return [f"could not tidy the folder ({exc.strerror or exc})"]
-
-
-def _tidy(generation: Generation, names: set[str], legacy: set[str]) -> list[str]:
-    """After the switch: links for an older layout's names, stale links, leftovers."""
-    out_dir = generation.out_dir
-    for name in sorted(names & legacy):
-        path = out_dir / name
-        if path.is_dir() and not path.is_symlink():  # an older layout's cells/
-            shutil.rmtree(path)
-        if not path.is_symlink():
-            _link(out_dir, name, f"{CURRENT}/{name}")
-    for stale in _published_names(out_dir) - names:
-        (out_dir / stale).unlink()
-    for name in legacy - names - {LOCK}:  # an older layout's leftovers
-        path = out_dir / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.is_file() and not path.is_symlink():
-            path.unlink()
-    discard(generation)
-    return remove_old_generations(out_dir, keep=generation.run_id)
-
-
-def remove_old_generations(out_dir: Path, keep: str) -> list[str]:
-    """Delete earlier generations file by file from their own lists; anything else found in
-    one (a user's file) keeps that generation in place. Returns what was kept, and why."""
-    kept = []
-    for folder in (out_dir / GENERATIONS).iterdir():
-        if folder.name == keep or folder.name.endswith(PARTIAL) or folder.is_symlink():
+        if not path.exists() and not path.is_symlink():
             continue
-        listed = folder / FILE_LIST
-        try:
-            files = set(json.loads(listed.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            kept.append(f"{folder.name}: no file list")
+        if is_our_link(path) or legacy_intact(out_dir, name, legacy):
             continue
-        if set(_list_files(folder)) - files - {FILE_LIST}:
-            kept.append(f"{folder.name}: holds files infersize did not write")
-            continue
-        shutil.rmtree(folder)
-    return kept
+        raise OutputError(
+            f"{path}: a file infersize did not write is where it publishes '{name}'; move "
+            "it away (the new tables are kept for {resume})",
+            settings=("resume",),
+        )

@@ -22,7 +22,7 @@ from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.errors import InfersizeError
 from infersize.service.acceptance import pair_acceptance
 from infersize.service.resolve import published_head
-from infersize.sweep.config import SweepConfig, SweepConfigError, axis_values
+from infersize.sweep.config import MAX_AXIS_INT, SweepConfig, SweepConfigError, axis_values
 
 
 def where(doc: YamlDocument, *loc: int | str) -> str:
@@ -56,8 +56,12 @@ def model_of(catalog: Catalog, key: str) -> Model:
 
 
 def int_axis(doc: YamlDocument, values: FloatArray, key: str, low: int) -> tuple[int, ...]:
+    """An axis of counts: whole numbers from `low` to MAX_AXIS_INT (a larger one would overflow
+    the 64-bit integers the tables hold, or their products)."""
     if np.any(values != np.round(values)) or np.any(values < low):
         raise SweepConfigError(f"{where(doc, key)}: values must be whole numbers >= {low}")
+    if np.any(values > MAX_AXIS_INT):
+        raise SweepConfigError(f"{where(doc, key)}: values must be at most {MAX_AXIS_INT:,}")
     if len(set(values.tolist())) != len(values):
         raise SweepConfigError(f"{where(doc, key)}: values repeat")
     return tuple(sorted(int(v) for v in values))

@@ -28,12 +28,12 @@ import yaml
 
 from infersize import __version__
 from infersize.errors import InfersizeError
-from infersize.files import atomic_write
-from infersize.sweep import output
+from infersize.sweep import generations, output, tree
 from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
 from infersize.sweep.columns import schema_json
+from infersize.sweep.generations import Generation
 from infersize.sweep.merge import TableMerge
-from infersize.sweep.output import Generation, OutputError
+from infersize.sweep.output import OutputError
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
 from infersize.sweep.tables import OUTPUT_TABLES
@@ -48,18 +48,24 @@ from infersize.sweep.workers import (
 __all__ = ["ChunkDone", "OutputError", "RunOptions", "WorkerDiedError", "run_sweep"]
 
 
+def _run_hash_of(generation: Generation, name: str) -> str | None:
+    """The run hash a run recorded in its `name` file (plan.json, or a generation's manifest)."""
+    try:
+        with generation.open(*([] if name == "plan.json" else ["gen"])) as folder:
+            return str(json.loads(tree.read_bytes(folder, name))["run_hash"])
+    except (OSError, ValueError, KeyError, TypeError, OutputError):
+        return None
+
+
 def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Generation, bool]:
     """The run's generation (under the lock): the newest unfinished run of the same
-    configuration when resuming, else a new one (older unfinished runs are discarded)."""
-    partial = output.partial_runs(out_dir)
+    configuration when resuming (its temp files removed), else a new one (older unfinished
+    runs are discarded)."""
+    partial = generations.partial_runs(out_dir)
     if resume:
         for generation in partial:
-            state = generation.work / "plan.json"
-            try:
-                same = json.loads(state.read_text(encoding="utf-8")).get("run_hash") == run_hash
-            except (OSError, ValueError, AttributeError):
-                same = False
-            if same:
+            if _run_hash_of(generation, "plan.json") == run_hash:
+                generations.clear_temps(generation)
                 return generation, True
         if partial:
             raise OutputError(
@@ -68,17 +74,33 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
                 settings=("resume",),
             )
     for generation in partial:
-        output.discard(generation)
-    generation = output.start(out_dir, output.new_run_id())
+        generations.discard(generation)
+    generation = generations.start(out_dir, generations.new_run_id())
     try:
-        for sub in (*OUTPUT_TABLES, "done"):
-            (generation.parts / sub).mkdir()
-        (generation.gen / "cells").mkdir()
-        atomic_write(generation.work / "plan.json", json.dumps({"run_hash": run_hash}))
+        with generation.open() as work, work.sub("parts") as parts, work.sub("tmp") as tmp:
+            for sub in (*OUTPUT_TABLES, "done"):
+                os.mkdir(sub, 0o777, dir_fd=parts.fd)
+            with work.sub("gen") as gen:
+                os.mkdir("cells", 0o777, dir_fd=gen.fd)
+            tree.write_bytes(work, "plan.json", tmp, json.dumps({"run_hash": run_hash}))
     except BaseException:  # a run that could not even start leaves nothing behind
-        output.discard(generation)
+        generations.discard(generation)
         raise
     return generation, False
+
+
+def _published(out_dir: Path, run_hash: str) -> dict[str, Any] | None:
+    """The current generation's manifest when it is this very run and no unfinished run is
+    left (nothing to resume: its publish was interrupted after the switch, and is now tidied
+    up)."""
+    if generations.partial_runs(out_dir):
+        return None
+    path = out_dir / output.CURRENT / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("run_hash") == run_hash else None
 
 
 def _execute(
@@ -148,7 +170,7 @@ def run_sweep(
         try:
             return _run_locked(plan, out_dir, options, on_chunk)
         except Exception as exc:
-            stop_workers()
+            stop_workers(wait=True)
             if isinstance(exc, BrokenExecutor):
                 raise WorkerDiedError(
                     f"{out_dir}: {_death(exc)}; {UNTOUCHED}", settings=("jobs", "resume")
@@ -160,7 +182,7 @@ def run_sweep(
                 f"{out_dir}: writing failed ({reason}); {UNTOUCHED}", settings=("resume",)
             ) from None
         except BaseException:  # Ctrl-C, SIGTERM: no worker may write on
-            stop_workers()
+            stop_workers(wait=True)
             raise
 
 
@@ -235,13 +257,16 @@ def _run_locked(
 ) -> dict[str, Any]:
     start, started_at = time.perf_counter(), _now()
     hashes = (plan.config_hash(), run_hash(plan, options))
+    generations.recover(out_dir)  # a publish killed half-way, finished or undone
+    if options.resume and (published := _published(out_dir, hashes[1])) is not None:
+        return published
     generation, resuming = prepare_generation(out_dir, hashes[1], options.resume)
     done = finished_chunks(generation, options.with_cells) if resuming else set()
     tasks = [
         t for t in chunk_tasks(plan, options.best_top_n, options.with_cells) if t.index not in done
     ]
     main_pid = 0 if options.backend == "dask" else os.getpid()
-    where = Where(str(generation.parts), str(generation.gen), main_pid)
+    where = Where(str(out_dir), generation.run_id, main_pid)
     jobs = options.jobs
     if options.backend == "loky":
         jobs = jobs_for(options.jobs, plan.total_cells, len(tasks))
@@ -261,8 +286,20 @@ def _run_locked(
     except BaseException:
         merge.abandon()
         raise
-    if not options.with_cells:
-        (generation.gen / "cells").rmdir()
+    times = {
+        "started_at": started_at, "resumed": len(done), "rows": rows, "score_s": score_s,
+        "total_s": time.perf_counter() - start,
+    }  # fmt: skip
+    manifest = _manifest(plan, options, hashes, times)
+    _write_run_files(generation, plan, options, manifest)
+    generations.publish(generation)
+    return manifest
+
+
+def _write_run_files(
+    generation: Generation, plan: Plan, options: RunOptions, manifest: dict[str, Any]
+) -> None:
+    """The resolved config, the tables' schema and the manifest, beside the tables."""
     resolved = {
         **plan.resolved(),
         "outputs": {
@@ -271,14 +308,14 @@ def _run_locked(
             "formats": list(options.formats),
         },
     }
-    atomic_write(generation.gen / "sweep.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
     tables = {name: table.columns for name, table in OUTPUT_TABLES.items()}
-    atomic_write(generation.gen / "schema.json", schema_json(tables))
-    times = {
-        "started_at": started_at, "resumed": len(done), "rows": rows, "score_s": score_s,
-        "total_s": time.perf_counter() - start,
-    }  # fmt: skip
-    manifest = _manifest(plan, options, hashes, times)
-    atomic_write(generation.gen / "manifest.json", json.dumps(manifest, indent=2))
-    output.publish(generation)
-    return manifest
+    files = {
+        "sweep.resolved.yaml": yaml.safe_dump(resolved, sort_keys=False),
+        "schema.json": schema_json(tables),
+        "manifest.json": json.dumps(manifest, indent=2),
+    }
+    with generation.open("gen") as gen, generation.open("tmp") as tmp:
+        if not options.with_cells:
+            os.rmdir("cells", dir_fd=gen.fd)
+        for name, text in files.items():
+            tree.write_bytes(gen, name, tmp, text)

@@ -108,8 +108,10 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray 
 def _number(name: str, values: FloatArray) -> pa.Array:
     """A numeric column, typed and rounded as the data dictionary says; NaN becomes null."""
     column = BY_NAME[name]
-    if column.decimals is not None:
-        values = np.round(values, column.decimals)
+    if column.decimals is not None:  # past 2**52 a float has no decimals to round (and
+        with np.errstate(over="ignore", invalid="ignore"):  # scaling it could overflow)
+            rounded = np.round(values, column.decimals)
+        values = np.where(np.abs(values) < 2.0**52, rounded, values)
     array = _float(values)
     return array.cast(pa.int64()) if column.kind == "int" else array
 

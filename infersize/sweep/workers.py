@@ -36,11 +36,35 @@ def jobs_for(jobs: int, cells: float, chunks: int) -> int:
     return 1 if cells < smallest else max(1, min(jobs, chunks))
 
 
+PARENT_POLL_S = 0.2  # how often a worker looks for its parent: it outlives it by no more
+
+
 def loky_workers(n: int) -> Any:
-    """n loky workers, reused by later calls in this process (loky's reusable executor)."""
+    """n loky workers, reused by later calls in this process (loky's reusable executor); each
+    exits as soon as this process is gone, however it ended (SIGKILL included)."""
     from joblib.externals.loky import get_reusable_executor
 
-    return get_reusable_executor(max_workers=n, timeout=IDLE_WORKER_S, env=WORKER_THREAD_LIMITS)
+    return get_reusable_executor(
+        max_workers=n,
+        timeout=IDLE_WORKER_S,
+        env=WORKER_THREAD_LIMITS,
+        initializer=watch_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def watch_parent(parent: int) -> None:
+    """In a worker: a thread that ends the process when `parent` is no longer its parent (the
+    kernel hands an orphan to another process), so a killed run leaves no worker behind."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="infersize-parent-watch", daemon=True).start()
 
 
 def _import_in_worker() -> int:
@@ -97,10 +121,16 @@ def _running_executor() -> Any:
     return getattr(reusable_executor, "_executor", None)
 
 
-def stop_workers() -> None:
-    """Kill this process's loky workers now (an interrupted run must not write on)."""
+def stop_workers(wait: bool = False) -> None:
+    """Kill this process's loky workers now (an interrupted run must not write on); `wait`
+    also waits until the pool is torn down (its locks released: a process about to exit
+    leaves nothing for loky's resource tracker to warn about)."""
     executor = _running_executor()
-    if executor is not None:
+    if executor is None:
+        return
+    try:
+        executor.shutdown(wait=wait, kill_workers=True)
+    except RuntimeError:  # interrupted while loky was starting it: no thread to wait for yet
         executor.shutdown(wait=False, kill_workers=True)
 
 
