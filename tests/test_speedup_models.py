@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from infersize.core import speculative as sd
@@ -57,8 +57,16 @@ def test_the_speedup_is_tokens_per_step_over_the_step_cost(model, alpha, k, t):
             model.speedup_from_expected(2.0, k, t)
 
 
+# 'halved' at K = 3, γ = 1.5 costs 2 + 3/1.5 = 4 = K + 1 target steps: its break-even α is 1,
+# where E's plain quotient (1 − α^(K+1)) / (1 − α) loses its digits (found by hypothesis)
+AT_ALPHA_ONE = StepTimes(
+    target=floats(1.0), draft=floats(1 / 1.5), verify=floats(1.0), latency_ratio=floats(1.5)
+)
+
+
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
 @given(k=ks, t=times)
+@example(k=3, t=AT_ALPHA_ONE)
 @settings(max_examples=40, deadline=None)
 def test_break_even_alpha_and_break_even_tokens_give_a_speedup_of_one(model, k, t):
     alpha = float(alpha_for_speedup(model, 1.0, k, t))

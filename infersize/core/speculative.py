@@ -20,8 +20,12 @@ def expected_tokens(alpha: ArrayLike, k: ArrayLike) -> FloatArray:
     """E = (1 − α^(K+1)) / (1 − α), tokens emitted per target pass (Leviathan eq. 1); K+1 at α=1."""
     a, n = floats(alpha), floats(k)
     one = a >= 1.0
-    safe = np.where(one, 0.5, a)
-    return floats(np.where(one, n + 1.0, (1.0 - safe ** (n + 1.0)) / (1.0 - safe)))
+    miss = np.where(one, 0.5, 1.0 - a)  # 1 − α, exact for α ≥ 0.5
+    # 1 − α^(K+1) as −expm1((K+1)·log1p(−(1 − α))): no cancellation as α → 1, where the
+    # plain quotient loses every digit (the break-even α of a cheap step sits there)
+    with np.errstate(divide="ignore"):  # α = 0: log1p(−1) = −inf, and E = 1
+        rest = -np.expm1((n + 1.0) * np.log1p(-miss))
+    return floats(np.where(one, n + 1.0, rest / miss))
 
 
 def leviathan_step_cost(k: ArrayLike, latency_ratio: ArrayLike) -> FloatArray:
