@@ -63,7 +63,7 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     def merge_all() -> None:
         for name in ("frontier", "best_pairs"):
             with run.open("gen") as gen, run.open("tmp") as tmp, run.open("parts", name) as parts:
-                stream = _StreamedTable(name)
+                stream = _StreamedTable(OUTPUT_TABLES[name])
                 stream.open(tmp, ["parquet", "csv"])
                 for task in tasks:
                     stream.append(read_part(parts, part_name(task.index)))

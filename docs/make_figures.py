@@ -1,6 +1,7 @@
-"""Render the figures the README and docs show, into docs/figures/ (PNG), from the fleet and
-methods sweeps and the catalogs: `python docs/make_figures.py`. tests/test_figures_overlap.py
-renders the same figures and fails when any two texts overlap or a text leaves the figure."""
+"""Render the figures the README and docs show, into docs/figures/ (PNG), from the fleet,
+methods and capacity sweeps and the catalogs: `python docs/make_figures.py`.
+tests/test_figures_overlap.py renders the same figures and fails when any two texts overlap or a
+text leaves the figure."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ CAPACITY_EXAMPLE = [
     "--output-tokens", "256", "--request-rate", "2", "--sla", "ttft:p99<=2000ms;tpot:p99<=50ms",
     "--target-request-rate", "20", "--draft-k", "auto",
 ]  # fmt: skip
+
+
+# the README's fleet figure: sweeps/capacity.yaml's chat workload at its interactive SLA
+CAPACITY_SWEEP = ROOT / "sweeps" / "capacity.yaml"
+FLEET_CAPACITY = ["--sla", "interactive", "--workload", "chat", "--max-rate", "120"]
 
 
 def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[str]]]:
@@ -95,9 +101,13 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
         "capacity_70b_h100.png",
         [*CAPACITY_EXAMPLE, "--plot", str(out_dir / "capacity_70b_h100.png")],
     )
+    yield "fleet_capacity.png", [
+        "plot", "capacity", str(sweep_out.parent / "capacity"), *FLEET_CAPACITY,
+        "--out", str(out_dir / "fleet_capacity.png"),
+    ]  # fmt: skip
 
 
-def render(out_dir: Path, sweep_file: Path) -> list[Path]:
+def render(out_dir: Path, sweep_file: Path, capacity_file: Path = CAPACITY_SWEEP) -> list[Path]:
     from typer.testing import CliRunner
 
     from infersize.cli import app
@@ -110,10 +120,12 @@ def render(out_dir: Path, sweep_file: Path) -> list[Path]:
         )
         if result.exit_code:
             raise SystemExit(result.output)
-        methods = ["sweep", "run", str(ROOT / "sweeps" / "methods.yaml"), "-q"]
-        result = runner.invoke(app, [*methods, "--out", str(sweep_out.parent / "methods")])
-        if result.exit_code:
-            raise SystemExit(result.output)
+        for name, path in (("methods", ROOT / "sweeps" / "methods.yaml"),
+                           ("capacity", capacity_file)):  # fmt: skip
+            run = ["sweep", "run", str(path), "--out", str(sweep_out.parent / name), "-q"]
+            result = runner.invoke(app, run)
+            if result.exit_code:
+                raise SystemExit(result.output)
         made = []
         for name, args in figure_commands(sweep_out, out_dir):
             result = runner.invoke(app, args)

@@ -47,6 +47,7 @@ def test_the_json_contract(runner):
     assert data["workload"]["arrival"] == "poisson" and data["workload"]["requests"] == 300
     assert data["sla"] == "ttft:p99<=2s;tpot:p99<=20ms"
     assert data["engine"] == "vllm" and data["notes"]
+    assert data["draft_fits"] is True
 
 
 def test_the_same_seed_gives_the_same_json(runner):
@@ -84,6 +85,29 @@ def test_draft_k_auto_reports_the_k_it_chose(runner):
     data = run_json(runner, *LOAD, "--draft-k", "auto", "--max-k", "6")
     assert 0 <= data["speculative"]["draft_k"] <= 6
     assert any(note.startswith("--draft-k auto: ") for note in data["notes"])
+
+
+def test_a_draft_that_leaves_no_kv_room_at_any_k_is_plain_decoding(runner):
+    """Llama-3.3-70B in FP8 (about 70 GB of weights) on one 80 GB A100 keeps a small KV pool;
+    its EAGLE-3 head's weights and KV leave none at any K: auto answers K = 0 and says why."""
+    args = [
+        "capacity", "--target", "llama-3.3-70b", "--target-quant", "fp8", "--method", "eagle3",
+        "--gpu", "a100", "--engine", "vllm", "--input-tokens", "1024", "--output-tokens", "256",
+        "--request-rate", "0.1", "--sla", "ttft:p99<=5s;tpot:p99<=100ms", "--draft-k", "auto",
+        "--max-k", "3", "--requests", "100",
+    ]  # fmt: skip
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["draft_fits"] is False and data["speculative"]["draft_k"] == 0
+    assert data["max_request_rate"]["speculative"] == data["max_request_rate"]["baseline"] > 0
+    panel = runner.invoke(app, args).stdout
+    assert "the draft leaves no room for a KV cache at any K: plain decoding (K = 0)" in panel
+    fixed = runner.invoke(app, [*args[:-6], "--draft-k", "2"])
+    assert fixed.exit_code == 2
+    assert "llama-3.3-70b + eagle3-llama3.3-70b (fp8) leaves no room for a KV cache" in (
+        fixed.stderr
+    )
 
 
 def _trace(tmp_path, kind):

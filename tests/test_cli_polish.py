@@ -17,6 +17,7 @@ import typer.main
 
 from infersize.cli import app
 from tests.conftest import SEED_ARGS
+from tests.test_capacity_sweep import SWEEP as FLEET_SWEEP
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +49,10 @@ def test_every_command_has_an_example_that_runs(runner, tmp_path, monkeypatch):
     shutil.copy(ROOT / "sweeps" / "methods.yaml", tmp_path / "sweeps")
     methods = runner.invoke(app, ["sweep", "run", "sweeps/methods.yaml", "-q"])  # plot methods
     assert methods.exit_code == 0, methods.output
+    fleet = tmp_path / "sweeps" / "fleet.yaml"  # plot capacity: a small capacity sweep
+    fleet.write_text(FLEET_SWEEP + "output: {dir: outputs/capacity}\n")
+    capacity = runner.invoke(app, ["sweep", "run", str(fleet), "-q"])
+    assert capacity.exit_code == 0, capacity.output
     examples = {" ".join(path): _example(command) for path, command in COMMANDS}
     assert _example(typer.main.get_command(app))  # the top-level help has one too
     for name in sorted(

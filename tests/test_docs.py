@@ -71,10 +71,11 @@ def test_readme_setup_commands_are_the_ci_ones():
 
 
 def test_the_data_dictionary_page_is_current():
-    from infersize.sweep.columns import markdown
+    from infersize.sweep.dictionary import markdown
 
     page = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
-    assert page.read_text() == markdown(), "run: python -m infersize.sweep.columns > docs/tables.md"
+    regenerate = "run: python -m infersize.sweep.dictionary > docs/tables.md"
+    assert page.read_text() == markdown(), regenerate
 
 
 def test_the_calibration_page_is_current():

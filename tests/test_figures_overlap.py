@@ -11,6 +11,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from tests.test_capacity_sweep import SWEEP as FLEET_SWEEP
+
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +78,9 @@ def figures(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("figures")
     figure_module.save = keep
     try:
-        make_figures.render(tmp, ROOT / "sweeps" / "fleet.yaml")
+        capacity = tmp / "capacity.yaml"  # the README's workload and SLA names, a smaller grid
+        capacity.write_text(FLEET_SWEEP)
+        make_figures.render(tmp, ROOT / "sweeps" / "fleet.yaml", capacity)
     finally:
         figure_module.save = save
     return captured, tmp
@@ -95,6 +99,8 @@ def test_every_docs_figure_is_rendered(figures):
         "frontier_h100.png",
         "methods_h100.png",
         "spec_k_curve.png",
+        "capacity_70b_h100.png",
+        "fleet_capacity.png",
     ],
 )
 def test_no_text_overlaps_or_leaves_the_figure(figures, name):

@@ -158,7 +158,8 @@ def plot_methods(
 
 @plot_app.command(
     "capacity",
-    epilog="Example: infersize plot capacity outputs/capacity --sla interactive --out fleet.png",
+    epilog="Example: infersize plot capacity outputs/capacity --sla interactive --workload chat "
+    "--out fleet.png",
 )
 def plot_capacity(
     output_dir: opt.OutputDir,
@@ -179,12 +180,9 @@ def plot_capacity(
     and without (dashed), from a capacity sweep's table."""
     from infersize.show.capacity_figure import fleet_figure
     from infersize.show.figures import save
-    from infersize.sweep.capacity_best import FleetAsk, fleet_curves, swept_rates
+    from infersize.sweep.capacity_best import FleetAsk, curve_rates, fleet_curves
 
-    top = max_rate if max_rate is not None else 1.5 * max(swept_rates(output_dir))
-    if not top > 0:
-        raise InfersizeError(f"--max-rate must be a positive number, got {top:g}")
-    rates = [top * (i + 1) / 60 for i in range(60)]
+    rates = curve_rates(output_dir, max_rate)
     ask = FleetAsk(request_rate=rates[0], sla=sla, workload=workload, scenario=scenario)
     curves, answer = fleet_curves(output_dir, ask, rates)
     title = f"GPUs needed: {answer.workload}, SLA {sla} (α scenario {answer.scenario})"

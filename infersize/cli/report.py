@@ -29,7 +29,8 @@ def report(
     scenario: opt.SliceScenario = None,
 ) -> None:
     """One self-contained HTML report: the best pairs per GPU at one slice of the sweep
-    (context, batch, α), each with its frontier figure, and the assumptions behind them."""
+    (context, batch, α), each with its frontier figure, and the assumptions behind them; for a
+    capacity sweep, the fewest GPUs per GPU type for each workload and SLA."""
     from infersize.files import atomic_write
     from infersize.show.html import GpuSection, render_report
     from infersize.sweep.best import Filters, best_pairs, frontier_rows, read_manifest, read_table
@@ -50,8 +51,9 @@ def report(
             sections.append(GpuSection(str(gpu), rows, frontier, methods))
     chosen = "no fitting pair" if selection is None else selection.describe()
     target = out or output_dir / "report.html"
+    page = render_report(manifest, sections, chosen, _capacity(output_dir, manifest))
     try:
-        atomic_write(target, render_report(manifest, sections, chosen))
+        atomic_write(target, page)
     except OSError as exc:
         raise InfersizeError(f"{target}: cannot write ({exc.strerror})") from None
     typer.echo(str(target))
@@ -71,3 +73,21 @@ def _method_curves(output_dir: Path, filters: Any, gpu: str, rows: Any) -> dict[
         curves[target] = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts]
                           for m, pts in points.items()}  # fmt: skip
     return curves
+
+
+def _capacity(output_dir: Path, manifest: dict[str, Any]) -> str:
+    """The capacity section of a capacity sweep's report (none for a decode sweep)."""
+    if "capacity" not in manifest:
+        return ""
+    from infersize.show.capacity_report import CapacitySection, capacity_html
+    from infersize.sweep.capacity_best import fleet_views
+
+    sections = [
+        CapacitySection(
+            workload=view.workload, workload_text=view.workload_text, sla=view.sla,
+            sla_terms=view.sla_terms, scenario=view.scenario, answers=view.answers,
+            curves=view.curves,
+        )
+        for view in fleet_views(output_dir)
+    ]  # fmt: skip
+    return capacity_html(manifest, sections)

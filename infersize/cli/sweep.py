@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -52,7 +53,8 @@ def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepC
     if warm_jobs > 1:
         from infersize.sweep.workers import jobs_for, warm_workers
 
-        if jobs_for(warm_jobs, upper, warm_jobs) > 1:  # start them while the plan is built
+        work = upper if config.workloads is None else math.inf  # capacity rows: always worth it
+        if jobs_for(warm_jobs, work, warm_jobs) > 1:  # start them while the plan is built
             warm_workers(warm_jobs)
     base = path.parent
     overlays = tuple(
@@ -176,6 +178,13 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         f"{manifest['rows']['frontier']:,} rows, best_pairs "
         f"{manifest['rows']['best_pairs']:,} rows"
     )
+    if "capacity" in manifest:
+        figures = manifest["capacity"]
+        err.print(
+            f"capacity {figures['rows']:,} rows, {figures['simulated_rows']:,} of them answered "
+            f"by the simulator; fewest GPUs for a load: infersize best {out_dir} --request-rate "
+            "R --sla NAME"
+        )
     answer = best_pairs(out_dir, Filters())
     if answer.selection is None or answer.rows.is_empty():
         typer.echo("no fitting draft pair at the default selection")

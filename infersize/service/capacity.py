@@ -130,6 +130,10 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
 ReplicaCache = dict[tuple[object, ...], Replica]
 
 
+class NoKvRoomError(InfersizeError):
+    """The weights (with the draft's, at K > 0) leave no room for a KV cache."""
+
+
 def make_arm(
     prepared: Prepared, traffic: Traffic, draft_k: int, replicas: ReplicaCache | None = None
 ) -> Arm:
@@ -157,7 +161,7 @@ def make_arm(
         models = dep.target.model.id + (
             f" + {dep.draft.model.id}" if dep.draft is not None and draft_k else ""
         )
-        raise InfersizeError(
+        raise NoKvRoomError(
             f"{models} ({dep.target.fmt.id}) leaves no room for a KV cache on "
             f"{dep.gpu.name} at tensor parallel {dep.target.tp}: use more GPUs per replica or "
             "a lighter precision"
@@ -306,11 +310,14 @@ def choose_draft_k(
 ) -> int:
     """The K that serves the load best: the mean-field model screens K = 1 .. max_k, the
     simulator decides between its two best and plain decoding (K = 0, also when speculation
-    does not pay); ties go to the smaller K."""
-    screened = {
-        k: screen_score(make_arm(prepared, req.traffic, k), req.traffic, req.sla)
-        for k in range(1, prepared.request.max_k + 1)
-    }
+    does not pay, or when no K leaves the draft room); ties go to the smaller K."""
+    screened = {}
+    for k in range(1, prepared.request.max_k + 1):
+        try:
+            arm = make_arm(prepared, req.traffic, k)
+        except NoKvRoomError:  # the draft's weights and KV crowd out the pool at this K
+            continue
+        screened[k] = screen_score(arm, req.traffic, req.sla)
     finalists = sorted(sorted(screened, key=lambda k: -screened[k])[:SCREEN_FINALISTS])
     return max([0, *finalists], key=simulated)
 

@@ -16,6 +16,7 @@ from infersize.service.capacity import (
     Arm,
     Capacity,
     CapacityRequest,
+    NoKvRoomError,
     capacity,
     choose_draft_k,
     make_arm,
@@ -65,6 +66,7 @@ class CapacityResult:
     acceptance_source: str | None
     baseline: ArmResult
     speculative: ArmResult | None
+    draft_fits: bool | None  # the draft and a KV cache fit beside the target (None: no draft)
     max_request_rate: dict[str, float | None] | None
     target_request_rate: float | None
     headroom: float
@@ -115,10 +117,11 @@ def _fleet(
 
 
 BaselineKey = tuple[object, ...]
-BaselineCache = dict[BaselineKey, tuple[Arm, Capacity | None, ServingMetrics]]
+Evaluated = tuple[Arm, Capacity | None, ServingMetrics]
+BaselineCache = dict[BaselineKey, Evaluated]
 
 
-def _baseline_key(prepared: Prepared, req: CapacityRequest) -> BaselineKey:
+def baseline_key(prepared: Prepared, req: CapacityRequest) -> BaselineKey:
     """What plain decoding's answer depends on: the target as deployed, the engine, the
     traffic and the SLA (not the drafter, nor its acceptance)."""
     dep = prepared.deployment
@@ -128,6 +131,21 @@ def _baseline_key(prepared: Prepared, req: CapacityRequest) -> BaselineKey:
     )  # fmt: skip
 
 
+def _evaluate(prepared: Prepared, req: CapacityRequest, k: int) -> Evaluated:
+    """An arm (K = 0: plain decoding), its capacity at the SLA and its metrics at the load."""
+    arm = make_arm(prepared, req.traffic, k)
+    limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
+    return arm, limit, serve(arm, req.traffic)
+
+
+def plain_decoding(prepared: Prepared, req: CapacityRequest, cache: BaselineCache) -> Evaluated:
+    """Plain decoding's arm as run_capacity answers it, computed once per key of the cache."""
+    key = baseline_key(prepared, req)
+    if key not in cache:
+        cache[key] = _evaluate(prepared, req, 0)
+    return cache[key]
+
+
 def run_capacity(
     req: CapacityRequest, catalog: Catalog, baseline_cache: BaselineCache | None = None
 ) -> CapacityResult:
@@ -135,16 +153,11 @@ def run_capacity(
     `baseline_cache` shares plain decoding's answer between requests that differ only in their
     drafter (a capacity sweep's rows); the answer is the same with or without it."""
     prepared = prepare_capacity(req, catalog)
-    evaluated: dict[int, tuple[Arm, Capacity | None, ServingMetrics]] = {}
-    key = _baseline_key(prepared, req)
-    if baseline_cache is not None and key in baseline_cache:
-        evaluated[0] = baseline_cache[key]
+    evaluated = {0: plain_decoding(prepared, req, {} if baseline_cache is None else baseline_cache)}
 
-    def evaluate(k: int) -> tuple[Arm, Capacity | None, ServingMetrics]:
+    def evaluate(k: int) -> Evaluated:
         if k not in evaluated:
-            arm = make_arm(prepared, req.traffic, k)
-            limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
-            evaluated[k] = (arm, limit, serve(arm, req.traffic))
+            evaluated[k] = _evaluate(prepared, req, k)
         return evaluated[k]
 
     ks = [0]
@@ -155,8 +168,6 @@ def run_capacity(
             else req.spec.draft_k
         )
     results = [_arm_result(*evaluate(k), req) for k in ks]
-    if baseline_cache is not None:
-        baseline_cache[key] = evaluate(0)
     return _assemble(prepared, req, results)
 
 
@@ -205,6 +216,7 @@ def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -
             prepared.acceptance.source if prepared.acceptance else "given"
         ),
         baseline=baseline, speculative=speculative,
+        draft_fits=None if dep.draft is None else draft_fits(prepared, req),
         max_request_rate=None if req.sla is None else by_arm(lambda a: a.max_request_rate),
         target_request_rate=req.target_request_rate, headroom=req.headroom,
         replicas={n: f[0] for n, f in fleets.items()} if with_target else None,
@@ -214,6 +226,15 @@ def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -
         price_usd_per_hour=None if math.isnan(price) else price,
         notes=_notes(prepared, req, arms),
     )  # fmt: skip
+
+
+def draft_fits(prepared: Prepared, req: CapacityRequest) -> bool:
+    """Whether the draft and a KV cache fit beside the target at K = 1."""
+    try:
+        make_arm(prepared, req.traffic, 1)
+    except NoKvRoomError:
+        return False
+    return True
 
 
 def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from infersize.show.figures import new_figure_grid
+from infersize.show.figures import literal, new_figure_grid
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -97,20 +97,26 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
 
 def fleet_figure(curves: Sequence[FleetCurve], title: str) -> Figure:
     """GPUs needed against the request rate per GPU type: solid with speculation, dashed
-    without (each the fewest over the sweep's deployments at that rate)."""
+    without (each the fewest over the sweep's deployments at that rate); the dashed line is
+    drawn over the solid one, so both show where they agree."""
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = new_figure_grid(1, 1, 8, 4.8)
     ax = axes[0]
     colors = [f"C{i}" for i in range(10)]
     for curve, color in zip(curves, colors * (len(curves) // 10 + 1), strict=False):
-        for values, style, how in ((curve.speculative_gpus, "-", "speculation"),
-                                   (curve.plain_gpus, "--", "plain decoding")):  # fmt: skip
+        arms = ((curve.speculative_gpus, "-", 2.6, "speculation"),
+                (curve.plain_gpus, "--", 1.4, "plain decoding"))  # fmt: skip
+        for values, style, width, how in arms:
             points = [(r, g) for r, g in zip(curve.rates, values, strict=True) if g is not None]
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.step(xs, ys, style, where="post", color=color, label=f"{curve.gpu}, {how}")
+                label = literal(f"{curve.gpu}, {how}")
+                ax.step(xs, ys, style, where="post", color=color, linewidth=width, label=label)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("request rate of the fleet (requests/s)")
     ax.set_ylabel("GPUs needed")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(literal(title), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -42,6 +42,8 @@ def _headline(r: CapacityResult) -> str:
     spec, base = r.speculative, r.baseline
     if spec is None:
         return "no drafter: the target alone"
+    if spec.draft_k == 0 and r.draft_fits is False:
+        return "the draft leaves no room for a KV cache at any K: plain decoding (K = 0)"
     if spec.draft_k == 0:
         return "speculation does not pay at this load: the best K is 0 (plain decoding)"
     tpot = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
@@ -129,14 +131,14 @@ def fleet_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for entry in rows:
         plain, spec = entry["plain"], entry["speculative"]
-        gpus_plain = None if plain is None else plain["gpus_baseline"]
-        gpus_spec = None if spec is None else spec["gpus_speculative"]
-        saved = "-" if gpus_plain is None or gpus_spec is None else f"{gpus_plain - gpus_spec:+d}"
+        saves = entry["speculation_saves_gpus"]
         out.append([
-            str(entry["gpu"]), _deployment(plain, False), _number(gpus_plain),
-            _number(None if plain is None else plain["usd_per_hour_baseline"]),
+            str(entry["gpu"]), _deployment(plain, False),
+            _number(None if plain is None else plain["gpus"]),
+            _number(None if plain is None else plain["usd_per_hour"]),
             _deployment(spec, True), "-" if spec is None else str(spec["draft_k"]),
-            _number(gpus_spec), _number(None if spec is None else spec["usd_per_hour_speculative"]),
-            saved,
+            _number(None if spec is None else spec["gpus"]),
+            _number(None if spec is None else spec["usd_per_hour"]),
+            "-" if saves is None else f"{saves:+d}",
         ])  # fmt: skip
     return out

@@ -36,7 +36,7 @@ class GpuSection:
     methods: Mapping[str, MethodCurves] = field(default_factory=dict)  # target -> its curves
 
 
-def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str) -> str:
+def table_html(columns: Sequence[str], rows: Sequence[Sequence[str]], table_id: str) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows
@@ -51,7 +51,7 @@ def _section(section: GpuSection, figure: str) -> str:
         f'<section class="gpu" id="gpu-{anchor}"><h2>{anchor} '
         f"({html.escape(rows['gpu_name'][0])})</h2>"
         f'<p class="meta"><a href="#figure-{anchor}">its frontier figure ↓</a></p>'
-        f"{_table(BEST_COLUMNS, best_rows(rows.to_dicts()), f'best-{gpu}')}"
+        f"{table_html(BEST_COLUMNS, best_rows(rows.to_dicts()), f'best-{gpu}')}"
         f'<figure id="figure-{anchor}">{figure}<figcaption>Frontier of {anchor}: memory vs '
         "speedup per target; ★ each target's best draft pair, named in the legend "
         f'(<a href="#gpu-{anchor}">back to its table</a>).</figcaption></figure>'
@@ -90,7 +90,11 @@ def _assumptions(manifest: dict[str, Any], sections: Sequence[GpuSection]) -> st
     return '<ul class="meta">' + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
-def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], selection: str) -> str:
+def render_report(
+    manifest: dict[str, Any], sections: Sequence[GpuSection], selection: str, capacity: str = ""
+) -> str:
+    """The report's page; `capacity` is its capacity section (show/capacity_report.py), if
+    any."""
     title = f"infersize sweep report: {manifest['name']}"
     summary = (
         f"{manifest['cells']:,} cells scored in {manifest['seconds']['total']:.2f} s; "
@@ -110,5 +114,5 @@ def render_report(manifest: dict[str, Any], sections: Sequence[GpuSection], sele
         f"{html.escape(title)}</title><style>{STYLE}</style></head><body>"
         f'<h1>{html.escape(title)}</h1><p class="meta">{html.escape(summary)}</p>'
         f"<p>{html.escape(chosen)}</p><h2>Assumptions</h2>{_assumptions(manifest, sections)}"
-        f"{body}</body></html>"
+        f"{body}{capacity}</body></html>"
     )

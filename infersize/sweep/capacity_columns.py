@@ -104,8 +104,9 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
         name="capacity_source",
         kind="str",
         unit="",
-        description="simulator (the row is what infersize capacity answers) or mean-field (the "
-        "screen; docs/capacity.md states its gap)",
+        description="simulator (the row is what infersize capacity --draft-k auto answers) or "
+        "mean-field (plain decoding as simulated; speculation's K and capacity from the "
+        "mean-field model's ratio of the two arms, its latencies mean-field)",
     ),
 )
 CAPACITY_BY_NAME = {c.name: c for c in CAPACITY_COLUMNS}

@@ -96,10 +96,25 @@ def _parses(text: str) -> str:
 SlaText = Annotated[str, AfterValidator(_parses)]
 
 
-def check_slas(slas: dict[str, str] | None) -> dict[str, str] | None:
-    """At least one SLA, each named by a plain word."""
+def check_workloads(workloads: list[WorkloadEntry] | None) -> list[WorkloadEntry] | None:
+    """Workload names that differ (they name the capacity table's rows)."""
+    names = [w.name for w in workloads or ()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"workload name '{twice[0]}' is used twice; names must differ")
+    return workloads
+
+
+def check_slas(
+    slas: dict[str, str] | None, workloads: list[WorkloadEntry] | None
+) -> dict[str, str] | None:
+    """At least one SLA, each named by a plain word; SLAs and workloads come together."""
     if slas is None:
+        if workloads is not None:
+            raise ValueError("workloads need slas: name at least one latency target")
         return None
+    if workloads is None:
+        raise ValueError("slas need workloads: name at least one workload")
     if not slas:
         raise ValueError("needs at least one named SLA")
     for name in slas:
@@ -108,5 +123,14 @@ def check_slas(slas: dict[str, str] | None) -> dict[str, str] | None:
     return slas
 
 
-def check_target_rates(rates: list[float] | None) -> list[float] | None:
+def check_target_rates(
+    rates: list[float] | None, workloads: list[WorkloadEntry] | None
+) -> list[float] | None:
+    """Positive rates, present unless every workload has its own."""
+    missing = [w.name for w in workloads or () if w.target_request_rates is None]
+    if rates is None and missing:
+        raise ValueError(
+            f"workload(s) {', '.join(missing)} need target_request_rates (theirs, or "
+            "target_request_rates for every workload)"
+        )
     return _positive_rates(rates)

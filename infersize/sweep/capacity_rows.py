@@ -3,9 +3,10 @@ rate), the highest request rate per replica with and without speculation, the K 
 and the replicas, GPUs and dollars each way.
 
 Screen, then simulate: the mean-field model (core/meanfield.py) rates every row; per (GPU,
-target, workload, SLA) the simulator then answers again for the `simulate_top` rows that need the
-fewest GPUs, and for every row near an SLA edge (where an error of EDGE in the ratio of the
-arms' mean-field capacities would flip whether speculation saves GPUs). A simulated row is what
+target, workload, SLA) the simulator then answers again for the `simulate_top` rows of most
+requests/s per GPU with plain decoding and as many with speculation, and for every row near an
+SLA edge (where an error of EDGE in the ratio of the arms' mean-field capacities would flip
+whether speculation saves GPUs at a target rate). A simulated row is what
 `infersize capacity --draft-k auto` answers for the same deployment, workload and SLA (a test
 holds the two equal). Chunks hold whole (GPU, target) groups, so which rows are simulated does
 not depend on --jobs.
@@ -13,9 +14,9 @@ not depend on --jobs.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from infersize.catalog.store import Catalog
 from infersize.core.engines import EngineSettings
@@ -25,6 +26,7 @@ from infersize.core.traffic import parse_arrival
 from infersize.service.capacity import (
     Arm,
     CapacityRequest,
+    NoKvRoomError,
     ReplicaCache,
     Traffic,
     make_arm,
@@ -33,7 +35,13 @@ from infersize.service.capacity import (
     screen_score,
     serve,
 )
-from infersize.service.capacity_result import BaselineCache, run_capacity
+from infersize.service.capacity_result import (
+    BaselineCache,
+    BaselineKey,
+    baseline_key,
+    plain_decoding,
+    run_capacity,
+)
 from infersize.service.request import Prepared, SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Setting, Workload
@@ -116,85 +124,109 @@ def _screen_rate(arm: Arm, request: CapacityRequest) -> float:
 
 
 @dataclass
-class ScreenCache:
-    """What the screens of one chunk share: replicas by deployment and K, and plain
-    decoding's mean-field capacity by target deployment, traffic and SLA."""
+class RowCache:
+    """What the rows of one chunk share: replicas by deployment and K; plain decoding's
+    simulated answer, mean-field capacity and simulated latencies (per load) by target
+    deployment, traffic and SLA."""
 
     replicas: ReplicaCache = field(default_factory=dict)
-    baseline: dict[tuple[object, ...], float] = field(default_factory=dict)
+    plain: BaselineCache = field(default_factory=dict)
+    plain_screen: dict[BaselineKey, float] = field(default_factory=dict)
+    plain_latency: dict[tuple[BaselineKey, float], Latency] = field(default_factory=dict)
+
+
+def _plain(
+    prepared: Prepared, request: CapacityRequest, cache: RowCache
+) -> tuple[Arm, float, Callable[[float], Latency]]:
+    """Plain decoding as `infersize capacity` answers it: its arm, its capacity, and its
+    latencies at a load (each simulated once per target deployment, traffic and SLA)."""
+    key = baseline_key(prepared, request)
+    arm, limit, _metrics = plain_decoding(prepared, request, cache.plain)
+
+    def latency(load: float) -> Latency:
+        if (key, load) not in cache.plain_latency:
+            cache.plain_latency[key, load] = _simulated_latency(arm, request, load)
+        return cache.plain_latency[key, load]
+
+    return arm, 0.0 if limit is None else limit.max_request_rate, latency
 
 
 def screen(
-    prepared: Prepared, request: CapacityRequest, rates: tuple[float, ...], cache: ScreenCache
+    prepared: Prepared, request: CapacityRequest, rates: tuple[float, ...], cache: RowCache
 ) -> Answer:
-    """The mean-field answer: plain decoding and the K of the highest mean-field capacity."""
-    base_arm = make_arm(prepared, request.traffic, 0, cache.replicas)
-    dep = prepared.deployment
-    base_key = (dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id,
-                dep.kv_dtype.id, prepared.engine, request.traffic, request.sla)  # fmt: skip
-    if base_key not in cache.baseline:
-        cache.baseline[base_key] = _screen_rate(base_arm, request)
-    base = cache.baseline[base_key]
+    """Plain decoding simulated; speculation screened: the K of the highest mean-field
+    capacity (0 when none beats plain decoding's), its capacity the mean-field ratio of the two
+    arms times plain decoding's simulated capacity (the mean-field model errs alike for both
+    arms, so its ratio holds where its absolute rates run high)."""
+    base_arm, base, plain_latency = _plain(prepared, request, cache)
+    key = baseline_key(prepared, request)
+    if key not in cache.plain_screen:
+        cache.plain_screen[key] = _screen_rate(base_arm, request)
+    base_screened = cache.plain_screen[key]
     scores = {}
-    if dep.draft is not None:
+    if prepared.deployment.draft is not None:
         for k in range(1, prepared.request.max_k + 1):
-            arm = make_arm(prepared, request.traffic, k, cache.replicas)
+            try:
+                arm = make_arm(prepared, request.traffic, k, cache.replicas)
+            except NoKvRoomError:  # as capacity --draft-k auto: this K does not fit
+                continue
             scores[k] = _screen_rate(arm, request)
     k = max(scores, key=lambda k: (scores[k], -k)) if scores else 0
-    spec_arm = make_arm(prepared, request.traffic, k, cache.replicas)
-    spec = scores.get(k, base)
+    if k == 0 or scores[k] <= base_screened:  # speculation does not pay: K = 0
+        spec, spec_latency, k = base, plain_latency, 0
+    else:
+        scale = base / base_screened if base > 0 and base_screened > 0 else 1.0
+        spec = scores[k] * scale
+        spec_latency = partial(_mean_field_latency, make_arm(prepared, request.traffic, k))
     return Answer(
         draft_k=k, max_request_rate=(base, spec), simulated=False,
-        latency_ms=_pair(_latency_at(base_arm, request, base, False, rates),
-                         _latency_at(spec_arm, request, spec, False, rates)),
+        latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
+                         _at_rates(spec_latency, request, spec, rates)),
     )  # fmt: skip
 
 
 def simulate(
-    request: CapacityRequest, catalog: Catalog, rates: tuple[float, ...], cache: BaselineCache
+    request: CapacityRequest, catalog: Catalog, rates: tuple[float, ...], cache: RowCache
 ) -> Answer:
     """The simulator's answer: exactly `infersize capacity --draft-k auto`'s."""
-    result = run_capacity(request, catalog, cache)
+    result = run_capacity(request, catalog, cache.plain)
     prepared = prepare_capacity(request, catalog)
     assert result.max_request_rate is not None
     base, spec = result.max_request_rate["baseline"] or 0.0, result.max_request_rate["speculative"]
     k = 0 if result.speculative is None else result.speculative.draft_k
     spec_rate = base if spec is None else spec
-    base_arm, spec_arm = (
-        make_arm(prepared, request.traffic, 0),
-        make_arm(prepared, request.traffic, k),
-    )
+    _arm, _base, plain_latency = _plain(prepared, request, cache)
+    spec_latency = plain_latency
+    if k > 0:
+        spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
     return Answer(
         draft_k=k, max_request_rate=(base, spec_rate), simulated=True,
-        latency_ms=_pair(_latency_at(base_arm, request, base, True, rates),
-                         _latency_at(spec_arm, request, spec_rate, True, rates)),
+        latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
+                         _at_rates(spec_latency, request, spec_rate, rates)),
     )  # fmt: skip
 
 
-def _latency_at(
-    arm: Arm, request: CapacityRequest, top: float, simulated: bool, rates: tuple[float, ...]
-) -> dict[float, Latency | None]:
+def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
+    m = serve(arm, request.traffic, load)
+    return (m.ttft_s.p50 * 1e3, m.ttft_s.p99 * 1e3, m.tpot_s.p50 * 1e3, m.tpot_s.p99 * 1e3)
+
+
+def _mean_field_latency(arm: Arm, load: float) -> Latency:
+    f = mean_field(arm.replica, arm.lengths, load)
+    return (f.ttft_s["p50"] * 1e3, f.ttft_s["p99"] * 1e3, f.tpot_s["p50"] * 1e3,
+            f.tpot_s["p99"] * 1e3)  # fmt: skip
+
+
+def _at_rates(
+    latency: Callable[[float], Latency], request: CapacityRequest, top: float,
+    rates: tuple[float, ...],
+) -> dict[float, Latency | None]:  # fmt: skip
+    """Latencies at each target rate's load per replica (rate / replicas); None where no rate
+    meets the SLA."""
     out: dict[float, Latency | None] = {}
     for rate in rates:
         replicas = replicas_for(rate, top, request.headroom)
-        if replicas is None:
-            out[rate] = None
-            continue
-        load = rate / replicas
-        if simulated:
-            m = serve(arm, request.traffic, load)
-            out[rate] = (
-                m.ttft_s.p50 * 1e3,
-                m.ttft_s.p99 * 1e3,
-                m.tpot_s.p50 * 1e3,
-                m.tpot_s.p99 * 1e3,
-            )
-        else:
-            f = mean_field(arm.replica, arm.lengths, load)
-            out[rate] = (
-                f.ttft_s["p50"] * 1e3, f.ttft_s["p99"] * 1e3, f.tpot_s["p50"] * 1e3,
-                f.tpot_s["p99"] * 1e3,
-            )  # fmt: skip
+        out[rate] = None if replicas is None else latency(rate / replicas)
     return out
 
 
@@ -205,20 +237,23 @@ def _pair(
 
 
 def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
-    """Whether the screen's verdict (does speculation save GPUs at the first target rate?)
-    could flip if the ratio of the arms' capacities were off by EDGE."""
-    rate = case.workload.target_request_rates[0]
+    """Whether the screen's verdict (does speculation save GPUs at a target rate?) could flip
+    at any of the workload's target rates if the ratio of the arms' capacities were off by
+    EDGE."""
     base, spec = answer.max_request_rate
 
-    def saving(b: float, s: float) -> int:
+    def saving(rate: float, b: float, s: float) -> int:
         gb, gs = replicas_for(rate, b, headroom), replicas_for(rate, s, headroom)
         if gb is None or gs is None:
             return (gb is None) - (gs is None)  # only one arm meets the SLA: it saves
         return (gb > gs) - (gb < gs)
 
-    verdict = saving(base, spec)
-    bent = ((base, spec * (1 + EDGE)), (base, spec * (1 - EDGE)))
-    return any(saving(b, s) != verdict for b, s in bent)
+    bent = (spec * (1 + EDGE), spec * (1 - EDGE))
+    return any(
+        saving(rate, base, s) != saving(rate, base, spec)
+        for rate in case.workload.target_request_rates
+        for s in bent
+    )
 
 
 def gpus_needed(
@@ -232,8 +267,7 @@ def gpus_needed(
     return out[0], out[1]
 
 
-def fewest_gpus(answer: Answer, case: Case, headroom: float) -> float:
-    """What ranks a case in its group: the GPUs its better arm needs at the first target rate."""
-    gpus = gpus_needed(answer, case.workload.target_request_rates[0], headroom, case.setting.tp)
-    known = [g for g in gpus if g is not None]
-    return float(min(known)) if known else math.inf
+def per_gpu(answer: Answer, case: Case, arm: int) -> float:
+    """What ranks a case in its group for an arm (0: plain decoding, 1: speculation): requests/s
+    per GPU, the fewest GPUs at any rate above one replica's capacity."""
+    return answer.max_request_rate[arm] / case.setting.tp

@@ -1,41 +1,48 @@
 """capacity.parquet/.csv: a chunk's rows (sweep/capacity_rows.py says how each is answered), in
-the order of its settings, then workload, SLA, α scenario and target rate."""
+the order of its settings, then workload, SLA, α scenario and target rate; and which tables a
+sweep writes (the capacity table only where the sweep has capacity axes)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from infersize.catalog.records import Gpu
 from infersize.catalog.store import Catalog, load_catalog
+from infersize.core.deployment import hourly_price
 from infersize.errors import InfersizeError
-from infersize.service.capacity import prepare_capacity
+from infersize.service.capacity import CapacityRequest, prepare_capacity
 from infersize.sweep.capacity_columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity_rows import (
     Answer,
     Case,
-    ScreenCache,
+    RowCache,
     capacity_request,
-    fewest_gpus,
     gpus_needed,
     iter_cases,
     near_edge,
+    per_gpu,
     screen,
     simulate,
 )
-from infersize.sweep.columns import ARROW_TYPES
+from infersize.sweep.columns import arrow_schema
+from infersize.sweep.score import ChunkTask, Scored
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
+from infersize.sweep.tables import OUTPUT_TABLES, OutputTable
 
 NO_ROOM = Answer(draft_k=0, max_request_rate=(0.0, 0.0), latency_ms={}, simulated=False)
 
 
-def _screened(case: Case, request: Any, catalog: Catalog, cache: ScreenCache) -> Answer:
+def _screened(case: Case, request: CapacityRequest, catalog: Catalog, cache: RowCache) -> Answer:
     try:
         prepared = prepare_capacity(request, catalog)
         return screen(prepared, request, case.workload.target_request_rates, cache)
-    except InfersizeError:  # no room for a KV cache: no rate meets any SLA
+    except InfersizeError:  # the GPU cannot run it, or the target leaves no room for a KV cache
         return NO_ROOM
 
 
@@ -43,39 +50,48 @@ def chunk_answers(
     settings: tuple[Setting, ...], scenarios: int, ks: tuple[int, ...], scoring: Scoring,
     plan: CapacityPlan,
 ) -> list[tuple[Case, Answer]]:  # fmt: skip
-    """Every case of the chunk, screened, then the leaders and edge cases of each (GPU, target,
-    workload, SLA) group simulated."""
+    """Every case of the chunk screened (plain decoding simulated, speculation by the
+    mean-field model), then per (GPU, target, workload, SLA) group the simulator answers every
+    case near an SLA edge, and the `simulate_top` cases of most requests/s per GPU with
+    speculation (what `best --request-rate` picks from at any rate) until those leaders are
+    all simulated: a screened case that a simulated leader falls behind is simulated next."""
     catalog = load_catalog(tuple(scoring.catalog_files))
     cases = list(iter_cases(settings, plan, scenarios))
     requests = [capacity_request(c, scoring.engine, max(ks), plan) for c in cases]
-    screens = ScreenCache()
-    answers = [_screened(c, r, catalog, screens) for c, r in zip(cases, requests, strict=True)]
+    cache = RowCache()
+    answers = [_screened(c, r, catalog, cache) for c, r in zip(cases, requests, strict=True)]
     groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
     for i, case in enumerate(cases):
-        groups[case.group].append(i)
-    chosen: set[int] = set()
+        if answers[i] is not NO_ROOM:
+            groups[case.group].append(i)
+    simulated: set[int] = set()
+
+    def confirm(chosen: set[int]) -> None:
+        for i in sorted(chosen - simulated):
+            rates = cases[i].workload.target_request_rates
+            answers[i] = simulate(requests[i], catalog, rates, cache)
+            simulated.add(i)
+
     for members in groups.values():
-        ranked = sorted(
-            members, key=lambda i: (fewest_gpus(answers[i], cases[i], plan.headroom), i)
-        )
-        chosen.update(i for i in ranked[: plan.simulate_top] if answers[i] is not NO_ROOM)
-        chosen.update(i for i in members if near_edge(answers[i], cases[i], plan.headroom))
-    cache: dict[Any, Any] = {}
-    for i in sorted(chosen):
-        answers[i] = simulate(requests[i], catalog, cases[i].workload.target_request_rates, cache)
+        confirm({i for i in members if near_edge(answers[i], cases[i], plan.headroom)})
+        while True:
+            ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], cases[i], 1), i))
+            leaders = set(ranked[: plan.simulate_top])
+            if leaders <= simulated:
+                break
+            confirm(leaders)
     return list(zip(cases, answers, strict=True))
 
 
-def _row(
-    case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu_name: str
-) -> dict[str, Any]:
+def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) -> dict[str, Any]:
     s, w = case.setting, case.workload
-    price = s.price_usd_per_hour
+    price_or_nan = hourly_price(gpu, s.price_usd_per_hour)
+    price = None if math.isnan(price_or_nan) else price_or_nan
     gpus = gpus_needed(answer, rate, plan.headroom, s.tp)
     replicas = [None if g is None else g // s.tp for g in gpus]
     latency = answer.latency_ms.get(rate, (None, None))
     row: dict[str, Any] = {
-        "gpu": s.gpu, "gpu_name": gpu_name, "tp": s.tp, "target": s.target,
+        "gpu": s.gpu, "gpu_name": gpu.name, "tp": s.tp, "target": s.target,
         "target_quant": s.target_quant, "kv_dtype": s.kv_dtype, "method": s.method,
         "draft": s.draft, "draft_quant": s.draft_quant, "workload": w.name,
         "input_tokens": sum(w.input_tokens) / len(w.input_tokens),
@@ -103,11 +119,11 @@ def capacity_rows(
     plan: CapacityPlan,
 ) -> list[dict[str, Any]]:  # fmt: skip
     catalog = load_catalog(tuple(scoring.catalog_files))
-    names = {s.gpu: catalog.gpu(s.gpu).name for s in settings}
+    gpus = {s.gpu: catalog.gpu(s.gpu) for s in settings}
     rows = []
     for case, answer in chunk_answers(settings, scenarios, ks, scoring, plan):
         for rate in case.workload.target_request_rates:
-            row = _row(case, answer, rate, plan, names[case.setting.gpu])
+            row = _row(case, answer, rate, plan, gpus[case.setting.gpu])
             row["engine"] = scoring.engine.engine
             rows.append(row)
     return rows
@@ -115,17 +131,42 @@ def capacity_rows(
 
 def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     """The rows as Arrow, every column typed and described (a chunk with none: no rows)."""
-    fields = [
-        pa.field(
-            c.name, ARROW_TYPES[c.kind], metadata={"unit": c.unit, "description": c.description}
-        )
-        for c in CAPACITY_COLUMNS
-    ]
-    schema = pa.schema(fields)
+    schema = arrow_schema(CAPACITY_COLUMNS)
     columns = []
-    for field in fields:
+    for field in schema:
         values = [row[field.name] for row in rows]
         if CAPACITY_BY_NAME[field.name].kind == "float":
             values = [None if v is None or not math.isfinite(v) else float(v) for v in values]
         columns.append(pa.array(values, type=field.type))
     return pa.table(columns, schema=schema)
+
+
+def capacity_table(task: ChunkTask, scored: Scored) -> pa.Table:
+    """The capacity rows of the chunk's settings (the decode cells play no part)."""
+    if task.capacity is None:
+        return rows_table([])
+    settings, scenarios, ks = task.settings, task.scenarios, task.ks
+    return rows_table(capacity_rows(settings, scenarios, ks, task.scoring, task.capacity))
+
+
+CAPACITY_TABLE = OutputTable(
+    name="capacity",
+    description="per (GPU, TP, target, target precision, KV dtype, method, draft, draft "
+    "precision, workload, SLA, α scenario, target rate): request rates per replica within the "
+    "SLA with and without speculation, and the replicas, GPUs and dollars the rate needs",
+    build=capacity_table,
+    columns=CAPACITY_COLUMNS,
+)
+
+
+def simulated_rows(tables: Iterable[pa.Table]) -> int:
+    """Rows of capacity tables the simulator answered."""
+    return sum(
+        int(pc.sum(pc.equal(t["capacity_source"], "simulator")).as_py() or 0) for t in tables
+    )
+
+
+def output_tables(with_capacity: bool) -> dict[str, OutputTable]:
+    """The tables a sweep writes, in order: the decode tables, then the capacity table where
+    the sweep has workloads and SLAs."""
+    return {**OUTPUT_TABLES, **({"capacity": CAPACITY_TABLE} if with_capacity else {})}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -22,9 +22,10 @@ import pyarrow as pa
 
 from infersize.errors import InfersizeError
 from infersize.sweep import tree
+from infersize.sweep.capacity_table import output_tables
 from infersize.sweep.generations import Generation
 from infersize.sweep.score import ChunkTask, score
-from infersize.sweep.tables import OUTPUT_TABLES, cells_tables
+from infersize.sweep.tables import cells_tables
 from infersize.sweep.tree import Dir
 
 if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
@@ -113,7 +114,8 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     pa.set_cpu_count(1)  # one worker per core: no nested thread pools
     start = time.perf_counter()
     scored = score(task)
-    tables = {name: table.build(task, scored) for name, table in OUTPUT_TABLES.items()}
+    with_capacity = task.capacity is not None
+    tables = {name: t.build(task, scored) for name, t in output_tables(with_capacity).items()}
     for table_name, table in tables.items():
         _write_table(table, where, ("parts", table_name), part_name(task.index))
     if task.with_cells:
@@ -142,13 +144,15 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
             scoring=plan.scoring,
             best_top_n=best_top_n,
             with_cells=with_cells,
+            capacity=plan.capacity,
         )
         for chunk in plan.chunks
     ]
 
 
-def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
-    """Chunks of an unfinished run whose done-marker and part files read back whole."""
+def finished_chunks(generation: Generation, tables: Iterable[str], with_cells: bool) -> set[int]:
+    """Chunks of an unfinished run whose done-marker and part files of `tables` read back
+    whole."""
     done = set()
     with generation.open("parts") as parts, parts.sub("done") as markers:
         for name in markers.names():
@@ -159,7 +163,7 @@ def finished_chunks(generation: Generation, with_cells: bool) -> set[int]:
                 continue
             whole = all(
                 0 <= int(rows.get(table, -1)) == _rows_of(parts, (table, part_name(index)))
-                for table in OUTPUT_TABLES
+                for table in tables
             )
             if whole and with_cells:
                 whole = _cells_whole(generation, index)

@@ -1,7 +1,7 @@
 """The data dictionary of the sweep's tables: every column's type, unit and meaning, in the order
 the tables hold them. The Parquet files carry it as field metadata, the output folder as
 schema.json (so CSV readers type all-null columns), and docs/tables.md is generated from it
-(`python -m infersize.sweep.columns > docs/tables.md`)."""
+with the capacity table's (`python -m infersize.sweep.dictionary > docs/tables.md`)."""
 
 from __future__ import annotations
 
@@ -304,65 +304,34 @@ ARROW_TYPES = {
 }
 
 
-def arrow_schema(names: Sequence[str]) -> pa.Schema:
-    """The Arrow schema of a table holding `names`, each field with its unit and meaning."""
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    """The Arrow schema of a table holding `columns`, each field with its unit and meaning."""
     return pa.schema(
         [
             pa.field(
-                n,
-                ARROW_TYPES[BY_NAME[n].kind],
-                metadata={"unit": BY_NAME[n].unit, "description": BY_NAME[n].description},
+                c.name,
+                ARROW_TYPES[c.kind],
+                metadata={"unit": c.unit, "description": c.description},
             )
-            for n in names
+            for c in columns
         ]
     )
 
 
-def table_names(with_rank: bool) -> list[str]:
-    return [c.name for c in COLUMNS if with_rank or c.name != "rank"]
+def table_columns(with_rank: bool) -> tuple[Column, ...]:
+    """The frontier's columns, or best_pairs' (with its rank)."""
+    return tuple(c for c in COLUMNS if with_rank or c.name != "rank")
 
 
-def schema_json(tables: Mapping[str, Sequence[str]]) -> str:
+def schema_json(tables: Mapping[str, Sequence[Column]]) -> str:
     """Each table's columns with their types, units and meanings (for CSV readers)."""
     return json.dumps(
         {
             table: [
-                {"name": n, "type": BY_NAME[n].kind, "unit": BY_NAME[n].unit}
-                | {"description": BY_NAME[n].description}
-                for n in names
+                {"name": c.name, "type": c.kind, "unit": c.unit, "description": c.description}
+                for c in columns
             ]
-            for table, names in tables.items()
+            for table, columns in tables.items()
         },
         indent=2,
     )
-
-
-def markdown() -> str:
-    lines = [
-        "# The sweep's tables: a data dictionary",
-        "",
-        "Generated from `infersize/sweep/columns.py` (`python -m infersize.sweep.columns`).",
-        "`frontier` and `best_pairs` hold these columns in this order (`rank` only in",
-        "`best_pairs`); the Parquet files carry each description and unit as field metadata,",
-        "and each output folder has `schema.json` with the types for CSV readers.",
-        "",
-        "| column | type | unit | meaning |",
-        "| --- | --- | --- | --- |",
-    ]
-    lines += [f"| `{c.name}` | {c.kind} | {c.unit} | {c.description} |" for c in COLUMNS]
-    lines += [
-        "",
-        "## coverage",
-        "",
-        "One row per (GPU, target) swept, so that `best` can tell a target that was never",
-        "swept from one that was swept but never fits, and say what came closest.",
-        "",
-        "| column | type | unit | meaning |",
-        "| --- | --- | --- | --- |",
-    ]
-    lines += [f"| `{c.name}` | {c.kind} | {c.unit} | {c.description} |" for c in COVERAGE_COLUMNS]
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
@@ -28,6 +35,7 @@ from infersize.sweep.capacity_config import (
     WorkloadEntry,
     check_slas,
     check_target_rates,
+    check_workloads,
 )
 
 
@@ -161,35 +169,30 @@ class SweepConfig(_Strict):
     # capacity axes (sweep/capacity_config.py): with workloads and slas the sweep also writes
     # the capacity table
     workloads: list[WorkloadEntry] | None = None
-    slas: dict[str, SlaText] | None = None
-    target_request_rates: list[float] | None = None
+    slas: dict[str, SlaText] | None = Field(default=None, validate_default=True)
+    target_request_rates: list[float] | None = Field(default=None, validate_default=True)
     capacity: CapacityOptions = CapacityOptions()
+
+    @field_validator("workloads")
+    @classmethod
+    def _distinct_workloads(
+        cls, workloads: list[WorkloadEntry] | None
+    ) -> list[WorkloadEntry] | None:
+        return check_workloads(workloads)
 
     @field_validator("slas")
     @classmethod
-    def _known_slas(cls, slas: dict[str, str] | None) -> dict[str, str] | None:
-        return check_slas(slas)
+    def _known_slas(
+        cls, slas: dict[str, str] | None, info: ValidationInfo
+    ) -> dict[str, str] | None:
+        if "workloads" not in info.data:  # the workloads are wrong: that error is enough
+            return slas
+        return check_slas(slas, info.data["workloads"])
 
     @field_validator("target_request_rates")
     @classmethod
-    def _target_rates(cls, rates: list[float] | None) -> list[float] | None:
-        return check_target_rates(rates)
-
-    @model_validator(mode="after")
-    def _capacity_axes(self) -> SweepConfig:
-        if (self.workloads is None) != (self.slas is None):
-            raise ValueError("capacity needs both workloads and slas")
-        if self.workloads is not None:
-            names = [w.name for w in self.workloads]
-            if len(set(names)) != len(names):
-                raise ValueError("workload names must differ")
-            missing = [w.name for w in self.workloads if w.target_request_rates is None]
-            if missing and self.target_request_rates is None:
-                raise ValueError(
-                    f"workload(s) {', '.join(missing)} need target_request_rates (theirs, or "
-                    "target_request_rates for every workload)"
-                )
-        return self
+    def _target_rates(cls, rates: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        return check_target_rates(rates, info.data.get("workloads"))
 
     @field_validator("speedup_model")
     @classmethod

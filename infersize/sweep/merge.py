@@ -22,7 +22,7 @@ from infersize.sweep import tree
 from infersize.sweep.chunks import part_name, read_part
 from infersize.sweep.columns import arrow_schema
 from infersize.sweep.generations import Generation
-from infersize.sweep.tables import OUTPUT_TABLES
+from infersize.sweep.tables import OutputTable
 from infersize.sweep.tree import Dir
 
 
@@ -55,9 +55,9 @@ class _StreamedTable:
     """One concatenated table's Parquet and CSV files, appended to part by part: temp files in
     the run's tmp/ folder, renamed into gen/ when whole."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.schema = arrow_schema(OUTPUT_TABLES[name].columns)
+    def __init__(self, table: OutputTable) -> None:
+        self.name = table.name
+        self.schema = arrow_schema(table.columns)
         self.rows = 0
         self.header_written = False
         self.temps: dict[str, str] = {}  # final name -> temp name, for close() to move or remove
@@ -127,8 +127,15 @@ class _StreamedTable:
 class TableMerge:
     """The run's final tables, fed chunk indices as they finish (in any order)."""
 
-    def __init__(self, generation: Generation, n_chunks: int, formats: list[str]) -> None:
+    def __init__(
+        self,
+        generation: Generation,
+        tables: dict[str, OutputTable],
+        n_chunks: int,
+        formats: list[str],
+    ) -> None:
         self.generation = generation
+        self.tables = tables
         self.n_chunks = n_chunks
         self.formats = formats
         self.finished: set[int] = set()
@@ -139,12 +146,11 @@ class TableMerge:
             self.gen = self.folders.enter_context(generation.open("gen"))
             self.tmp = self.folders.enter_context(generation.open("tmp"))
             self.parts = {
-                name: self.folders.enter_context(generation.open("parts", name))
-                for name in OUTPUT_TABLES
+                name: self.folders.enter_context(generation.open("parts", name)) for name in tables
             }
-            for name, table in OUTPUT_TABLES.items():
+            for name, table in tables.items():
                 if table.merge is None:
-                    self.streamed[name] = _StreamedTable(name)
+                    self.streamed[name] = _StreamedTable(table)
                     self.streamed[name].open(self.tmp, formats)
         except BaseException:
             self.abandon()
@@ -166,11 +172,11 @@ class TableMerge:
         for name, stream in self.streamed.items():
             stream.close(True, self.gen, self.tmp)
             rows[name] = stream.rows
-        for name, table in OUTPUT_TABLES.items():
+        for name, table in self.tables.items():
             if table.merge is not None:
-                rows[name] = self._merge_whole(name)
+                rows[name] = self._merge_whole(table)
         self.folders.close()
-        return {name: rows[name] for name in OUTPUT_TABLES}
+        return {name: rows[name] for name in self.tables}
 
     def abandon(self) -> None:
         """Remove every file not yet renamed into place (never raises)."""
@@ -179,12 +185,12 @@ class TableMerge:
                 stream.close(False, self.gen, self.tmp)
         self.folders.close()
 
-    def _merge_whole(self, name: str) -> int:
+    def _merge_whole(self, table: OutputTable) -> int:
         """A table with a merge step: polars reads every part, merges, writes (each file a
         temp file in tmp/, renamed into gen/); returns its rows."""
         import polars as pl
 
-        table = OUTPUT_TABLES[name]
+        name = table.name
         parts = [read_part(self.parts[name], part_name(i)) for i in range(self.n_chunks)]
         frame = pl.LazyFrame(pa.concat_tables(parts))
         if table.merge is not None:

@@ -38,6 +38,10 @@ from infersize.sweep.pairing import (
 )
 from infersize.sweep.settings import CapacityPlan, Chunk, Scoring, Setting
 
+# A capacity row's mean-field screen takes about as long as scoring 100,000 decode cells on one
+# core (some 20 ms); the rows the simulator answers take far longer
+CAPACITY_ROW_CELLS = 100_000
+
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
@@ -60,6 +64,12 @@ class Plan:
             return 0
         rates = sum(len(w.target_request_rates) for w in self.capacity.workloads)
         return len(self.settings) * rates * len(self.capacity.slas) * self.scenarios
+
+    @property
+    def work_cells(self) -> int:
+        """The plan's work counted in decode cells, to decide whether workers pay: a capacity
+        row weighs CAPACITY_ROW_CELLS."""
+        return self.total_cells + self.capacity_rows * CAPACITY_ROW_CELLS
 
     @property
     def alphas(self) -> tuple[float, ...]:
@@ -320,11 +330,12 @@ def _split_group(
 def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
     """Whole (gpu, target) groups packed up to `chunk_cells`; a larger group is split into blocks
     of contexts (or of batches within one context). With capacity axes every group is a chunk of
-    its own (its capacity rows, which the simulator spends most on, weigh far more than its
-    cells), and only a group's first block computes them (sweep/chunks.py)."""
-    if plan.capacity is not None:
-        chunk_cells = 1
+    its own, whole: its capacity rows, which the simulator spends most on, weigh far more than
+    its cells, and the leaders it simulates are chosen among all of the group's rows."""
     n_c, n_b = len(plan.contexts), len(plan.batches)
+    if plan.capacity is not None:
+        groups = enumerate(_groups(plan.settings))
+        return tuple(Chunk(i, group, (0, n_c), (0, n_b)) for i, group in groups)
     per_cb = plan.scenarios * len(plan.ks)  # cells of one setting at one (context, batch)
     blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []
     pack_start, pack_cells = None, 0

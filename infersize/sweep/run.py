@@ -15,7 +15,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,14 +29,22 @@ import yaml
 from infersize import __version__
 from infersize.errors import InfersizeError
 from infersize.sweep import generations, output, tree
-from infersize.sweep.chunks import ChunkDone, Where, chunk_tasks, finished_chunks, run_chunk
+from infersize.sweep.capacity_table import output_tables, simulated_rows
+from infersize.sweep.chunks import (
+    ChunkDone,
+    Where,
+    chunk_tasks,
+    finished_chunks,
+    part_name,
+    read_part,
+    run_chunk,
+)
 from infersize.sweep.columns import schema_json
 from infersize.sweep.generations import Generation
 from infersize.sweep.merge import TableMerge
 from infersize.sweep.output import OutputError
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
-from infersize.sweep.tables import OUTPUT_TABLES
 from infersize.sweep.workers import (
     jobs_for,
     loky_workers,
@@ -57,7 +65,9 @@ def _run_hash_of(generation: Generation, name: str) -> str | None:
         return None
 
 
-def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Generation, bool]:
+def prepare_generation(
+    out_dir: Path, run_hash: str, tables: Iterable[str], resume: bool
+) -> tuple[Generation, bool]:
     """The run's generation (under the lock): the newest unfinished run of the same
     configuration when resuming (its temp files removed), else a new one (older unfinished
     runs are discarded)."""
@@ -78,7 +88,7 @@ def prepare_generation(out_dir: Path, run_hash: str, resume: bool) -> tuple[Gene
     generation = generations.start(out_dir, generations.new_run_id())
     try:
         with generation.open() as work, work.sub("parts") as parts, work.sub("tmp") as tmp:
-            for sub in (*OUTPUT_TABLES, "done"):
+            for sub in (*tables, "done"):
                 os.mkdir(sub, 0o777, dir_fd=parts.fd)
             with work.sub("gen") as gen:
                 os.mkdir("cells", 0o777, dir_fd=gen.fd)
@@ -246,6 +256,24 @@ def _manifest(
         "best_top_n": options.best_top_n,
         "resolved_config": "sweep.resolved.yaml",
         "schema": "schema.json",
+        **({"capacity": times["capacity"]} if plan.capacity is not None else {}),
+    }
+
+
+def _capacity_figures(generation: Generation, plan: Plan) -> dict[str, Any]:
+    """How the capacity table was answered: its rows, those the simulator answered, and the
+    simulation's settings (`best --request-rate` sizes fleets with the same headroom)."""
+    if plan.capacity is None:
+        return {}
+    with generation.open("parts", "capacity") as parts:
+        tables = [read_part(parts, part_name(chunk.index)) for chunk in plan.chunks]
+    return {
+        "rows": sum(t.num_rows for t in tables),
+        "simulated_rows": simulated_rows(tables),
+        "requests": plan.capacity.requests,
+        "seed": plan.capacity.seed,
+        "simulate_top": plan.capacity.simulate_top,
+        "headroom": plan.capacity.headroom,
     }
 
 
@@ -260,8 +288,9 @@ def _run_locked(
     generations.recover(out_dir)  # a publish killed half-way, finished or undone
     if options.resume and (published := _published(out_dir, hashes[1])) is not None:
         return published
-    generation, resuming = prepare_generation(out_dir, hashes[1], options.resume)
-    done = finished_chunks(generation, options.with_cells) if resuming else set()
+    tables = output_tables(plan.capacity is not None)
+    generation, resuming = prepare_generation(out_dir, hashes[1], tables, options.resume)
+    done = finished_chunks(generation, tables, options.with_cells) if resuming else set()
     tasks = [
         t for t in chunk_tasks(plan, options.best_top_n, options.with_cells) if t.index not in done
     ]
@@ -269,9 +298,9 @@ def _run_locked(
     where = Where(str(out_dir), generation.run_id, main_pid)
     jobs = options.jobs
     if options.backend == "loky":
-        jobs = jobs_for(options.jobs, plan.total_cells, len(tasks))
+        jobs = jobs_for(options.jobs, plan.work_cells, len(tasks))
     score_start = time.perf_counter()
-    merge = TableMerge(generation, len(plan.chunks), list(options.formats))
+    merge = TableMerge(generation, tables, len(plan.chunks), list(options.formats))
     try:  # parts are appended to the tables as chunks finish, while later ones are scored
         for index in sorted(done):
             merge.chunk_done(index)
@@ -288,7 +317,7 @@ def _run_locked(
         raise
     times = {
         "started_at": started_at, "resumed": len(done), "rows": rows, "score_s": score_s,
-        "total_s": time.perf_counter() - start,
+        "total_s": time.perf_counter() - start, "capacity": _capacity_figures(generation, plan),
     }  # fmt: skip
     manifest = _manifest(plan, options, hashes, times)
     _write_run_files(generation, plan, options, manifest)
@@ -308,7 +337,7 @@ def _write_run_files(
             "formats": list(options.formats),
         },
     }
-    tables = {name: table.columns for name, table in OUTPUT_TABLES.items()}
+    tables = {name: t.columns for name, t in output_tables(plan.capacity is not None).items()}
     files = {
         "sweep.resolved.yaml": yaml.safe_dump(resolved, sort_keys=False),
         "schema.json": schema_json(tables),

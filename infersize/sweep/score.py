@@ -18,7 +18,7 @@ from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile
 from infersize.core.speedup import get_speedup_model
 from infersize.service.resolve import resolve_side
-from infersize.sweep.settings import Scoring, Setting
+from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 
 GRID_NDIM = 4  # (setting, context, batch, α)
 
@@ -36,6 +36,7 @@ class ChunkTask:
     scoring: Scoring
     best_top_n: int
     with_cells: bool
+    capacity: CapacityPlan | None = None  # the capacity table's axes: the chunk answers its rows
 
 
 @dataclass(kw_only=True)

@@ -15,7 +15,14 @@ import pyarrow.compute as pc
 from infersize.catalog.store import load_catalog
 from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.memory import verdict
-from infersize.sweep.columns import BY_NAME, COLUMNS, COVERAGE_COLUMNS, arrow_schema, table_names
+from infersize.sweep.columns import (
+    BY_NAME,
+    COLUMNS,
+    COVERAGE_COLUMNS,
+    Column,
+    arrow_schema,
+    table_columns,
+)
 from infersize.sweep.reduce import codes, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
 
@@ -100,9 +107,8 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray 
             columns[name] = _number(name, scored.lazy[name](rows))
     if rank is not None:
         columns["rank"] = pa.array(rank.astype(np.int64))
-    names = table_names(with_rank=rank is not None)
-    schema = arrow_schema(names)
-    return pa.table([columns[n].cast(schema.field(n).type) for n in names], schema=schema)
+    schema = arrow_schema(table_columns(with_rank=rank is not None))
+    return pa.table([columns[f.name].cast(f.type) for f in schema], schema=schema)
 
 
 def _number(name: str, values: FloatArray) -> pa.Array:
@@ -225,7 +231,7 @@ def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
         "closest_context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
         "closest_batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
     }
-    schema = arrow_schema([c.name for c in COVERAGE_COLUMNS])
+    schema = arrow_schema(COVERAGE_COLUMNS)
     return pa.table([columns[f.name].cast(f.type) for f in schema], schema=schema)
 
 
@@ -250,7 +256,7 @@ class OutputTable:
     name: str
     description: str
     build: Callable[[ChunkTask, Scored], pa.Table]
-    columns: tuple[str, ...]  # in order, each in the data dictionary (columns.py)
+    columns: tuple[Column, ...]  # in order: the data dictionary's entries
     merge: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None  # beyond concatenating parts
 
 
@@ -270,7 +276,7 @@ register_table(
         "drafts and draft precisions, each at its best fitting K, that are Pareto-optimal in "
         "(combined memory ↓, speedup ↑)",
         build=frontier_table,
-        columns=tuple(table_names(with_rank=False)),
+        columns=table_columns(with_rank=False),
     )
 )
 register_table(
@@ -280,7 +286,7 @@ register_table(
         "plain "
         "decoding, ranked by speculative tokens/s per GPU",
         build=best_table,
-        columns=tuple(table_names(with_rank=True)),
+        columns=table_columns(with_rank=True),
     )
 )
 register_table(
@@ -289,7 +295,7 @@ register_table(
         description="per (GPU, target) swept: rows scored and fitting, and what came closest to "
         "fitting",
         build=coverage_table,
-        columns=tuple(c.name for c in COVERAGE_COLUMNS),
+        columns=COVERAGE_COLUMNS,
         merge=merge_coverage,
     )
 )
