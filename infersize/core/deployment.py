@@ -23,7 +23,7 @@ from infersize.core.engines import Engine
 from infersize.core.latency import StepCost, step_cost
 from infersize.core.methods import method_of
 from infersize.core.params import ParamCounts, param_counts
-from infersize.core.vllm_pool import default_profile
+from infersize.core.vllm_pool import default_profile, draft_profile_bytes
 from infersize.errors import InfersizeError
 
 T = TypeVar("T")
@@ -119,6 +119,7 @@ class DeploymentNumbers:
     tp: Num
     profile_tokens: Num = 0.0  # pooled engines: tokens of the profiling forward pass
     profile_seqs: Num = 0.0  # and its sequences (max_num_seqs)
+    draft_profile_bytes: Num = 0.0  # pooled engines: a separate draft's extra profiling peak
 
 
 def _with_shared_head(draft: Side, target: Side) -> SideNumbers:
@@ -147,6 +148,12 @@ def deployment_numbers(
     engine: Engine | None = None,
 ) -> DeploymentNumbers:
     profile = None if engine is None else default_profile(engine, gpu.memory_bytes, gpu.name)
+    separate = draft is not None and not draft.model.is_speculator_head
+    extra = (
+        draft_profile_bytes(engine, profile, draft.numbers.vocab_size)
+        if engine is not None and profile is not None and draft is not None and separate
+        else 0.0
+    )
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else _with_shared_head(draft, target),
@@ -155,6 +162,7 @@ def deployment_numbers(
         tp=target.tp,
         profile_tokens=0.0 if profile is None else profile.batched_tokens,
         profile_seqs=0.0 if profile is None else profile.seqs,
+        draft_profile_bytes=float(extra),
     )
 
 
