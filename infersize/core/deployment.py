@@ -23,7 +23,7 @@ from infersize.core.engines import Engine
 from infersize.core.latency import StepCost, step_cost
 from infersize.core.methods import method_of
 from infersize.core.params import ParamCounts, param_counts
-from infersize.core.vllm_pool import default_profile, draft_profile_bytes
+from infersize.core.vllm_pool import default_profile
 from infersize.errors import InfersizeError
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ class SideNumbers:
     parallel_draft: Num = 0.0  # 1.0: one pass proposes all K tokens (Medusa)
     max_k: Num = math.inf  # the most tokens it can propose (Medusa heads, MLP stages)
     gpu_time: Num = 1.0  # 0.0: drafting costs no GPU time (n-gram lookup on the CPU)
+    separate_model: Num = 1.0  # 0.0: a head (EAGLE, MTP, ...), not a model of its own
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +97,7 @@ def prepare_side(
         parallel_draft=1.0 if method_of(model).parallel else 0.0,
         max_k=float(model.speculator_heads or math.inf),
         gpu_time=1.0 if on_gpu else 0.0,
+        separate_model=0.0 if model.is_speculator_head else 1.0,
     )
     return Side(
         model=model,
@@ -119,7 +121,6 @@ class DeploymentNumbers:
     tp: Num
     profile_tokens: Num = 0.0  # pooled engines: tokens of the profiling forward pass
     profile_seqs: Num = 0.0  # and its sequences (max_num_seqs)
-    draft_profile_bytes: Num = 0.0  # pooled engines: a separate draft's extra profiling peak
 
 
 def _with_shared_head(draft: Side, target: Side) -> SideNumbers:
@@ -148,12 +149,6 @@ def deployment_numbers(
     engine: Engine | None = None,
 ) -> DeploymentNumbers:
     profile = None if engine is None else default_profile(engine, gpu.memory_bytes, gpu.name)
-    separate = draft is not None and not draft.model.is_speculator_head
-    extra = (
-        draft_profile_bytes(engine, profile, draft.numbers.vocab_size)
-        if engine is not None and profile is not None and draft is not None and separate
-        else 0.0
-    )
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else _with_shared_head(draft, target),
@@ -162,7 +157,6 @@ def deployment_numbers(
         tp=target.tp,
         profile_tokens=0.0 if profile is None else profile.batched_tokens,
         profile_seqs=0.0 if profile is None else profile.seqs,
-        draft_profile_bytes=float(extra),
     )
 
 

@@ -22,6 +22,7 @@ from infersize.core.vllm_pool import (
     activation_peak,
     capture_sizes,
     cuda_graph_bytes,
+    draft_profile_bytes,
     pool_capacity,
 )
 
@@ -150,7 +151,12 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     profile = Profile(dep.profile_tokens, dep.profile_seqs)
     sides = [dep.target] + ([] if dep.draft is None else [dep.draft])
     peak = floats(np.max([activation_peak(_pool_side(s), profile, engine) for s in sides], axis=0))
-    extra = floats(dep.draft_profile_bytes)  # a separate draft model's profiling pass
+    extra = (  # a separate draft model's share of the profiling run
+        floats(0.0)
+        if dep.draft is None
+        else floats(draft_profile_bytes(engine, profile, dep.draft.vocab_size))
+        * dep.draft.separate_model
+    )
     non_torch = mem.overhead_bytes(engine, dep.tp)
     query_len = 1.0 + cells.spec_k
     sizes = capture_sizes(dep.profile_seqs, dep.profile_tokens, query_len)
