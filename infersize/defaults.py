@@ -17,6 +17,8 @@ class Defaults:
     kv_dtype: str = "fp16"
     tp: int = 1
     engine: str = "plain"
+    # whose batch defaults size vLLM's profiling pass: `vllm serve` (serve) or LLM(...) (offline)
+    vllm_entrypoint: str = "serve"
     # prices verification at the batch asked; `spec` switches to leviathan when γ is given
     speedup_model: str = "roofline"
     speedup_model_given_latency_ratio: str = "leviathan"

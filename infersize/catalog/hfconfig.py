@@ -40,6 +40,7 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
     "granite": ("granite", True, {}),
     "deepseek_v2": ("deepseek-v2", False, {}),
     "deepseek_v3": ("deepseek-v3", False, {"router_bias": True}),
+    "deepseek_v32": ("deepseek-v3", False, {"router_bias": True}),  # V3 and a lightning indexer
     "kimi_k2": ("kimi-k2", False, {"router_bias": True}),  # the DeepSeek-V3 architecture
     # attention_bias (q, k, v and o biased) comes from the config like any model's
     "gpt_oss": ("gpt-oss", False, GPT_OSS),
@@ -133,6 +134,9 @@ def _mla(config: dict[str, Any]) -> dict[str, Any]:
     out = {key: config[key] for key in keys}
     if config.get("q_lora_rank"):
         out["q_lora_rank"] = config["q_lora_rank"]
+    if config.get("index_n_heads") and config.get("index_head_dim"):  # DeepSeek-V3.2
+        out["index_n_heads"] = config["index_n_heads"]
+        out["index_head_dim"] = config["index_head_dim"]
     return out
 
 

@@ -153,6 +153,8 @@ class Model(Record):
     qk_nope_head_dim: PositiveInt | None = None
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    index_n_heads: PositiveInt | None = None  # DeepSeek-V3.2's lightning indexer: heads
+    index_head_dim: PositiveInt | None = None  # and their width
     # Qwen3-Next: Gated DeltaNet (linear attention) layers, named as in its config.json
     linear_attention_layers: NonNegativeInt = 0
     linear_num_key_heads: PositiveInt | None = None
@@ -207,10 +209,9 @@ class Model(Record):
         if self.sliding_window_layers and self.sliding_window_layers > self.num_hidden_layers:
             raise ValueError("sliding_window_layers exceeds num_hidden_layers")
         mla = (self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)
-        if any(v is not None for v in mla) and any(v is None for v in mla):
-            raise ValueError(
-                "MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim together"
-            )
+        dsa = (self.index_n_heads, self.index_head_dim)  # DeepSeek-V3.2: on MLA with q_lora_rank
+        if mla.count(None) % 4 or (dsa != (None, None) and None in (*mla, *dsa, self.q_lora_rank)):
+            raise ValueError("MLA needs kv_lora_rank, qk_*_head_dim, v_head_dim; index_* need all")
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
         if self.speculator in ("medusa", "mlp_speculator") and self.speculator_heads is None:

@@ -45,6 +45,7 @@ def capacity(
     max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
     max_num_seqs: opt.MaxNumSeqs = None,
     vllm_sampler: opt.VllmSampler = None,
+    vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
     overhead_gib: opt.OverheadGib = None,
     draft_k: DraftKOrAuto = str(DEFAULTS.draft_k),
     acceptance_rate: opt.AcceptanceRate = None,
@@ -78,12 +79,7 @@ def capacity(
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_capacity(request, catalogs)
     if plot is not None:
-        from infersize.service.capacity_curves import capacity_curves
-        from infersize.show.capacity_figure import capacity_figure
-        from infersize.show.figures import save
-
-        k = None if result.speculative is None else result.speculative.draft_k
-        save(capacity_figure(capacity_curves(request, catalogs, k), result), plot)
+        _draw(request, catalogs, result, plot)
     if as_json:
         print_json(capacity_json(result))
         return
@@ -91,6 +87,16 @@ def capacity(
     from infersize.show.terminal import console
 
     render_capacity(console(), result)
+
+
+def _draw(request: Any, catalogs: Any, result: Any, plot: Path) -> None:
+    """The capacity figure of `result` (both arms' curves over the request rate) to `plot`."""
+    from infersize.service.capacity_curves import capacity_curves
+    from infersize.show.capacity_figure import capacity_figure
+    from infersize.show.figures import save
+
+    k = None if result.speculative is None else result.speculative.draft_k
+    save(capacity_figure(capacity_curves(request, catalogs, k), result), plot)
 
 
 def _capacity_request(options: dict[str, Any]) -> Any:

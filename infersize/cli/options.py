@@ -108,6 +108,15 @@ VllmSampler = Annotated[
         "(VLLM_USE_FLASHINFER_SAMPLER=1).",
     ),
 ]
+VllmEntrypoint = Annotated[
+    str,
+    typer.Option(
+        "--vllm-entrypoint",
+        help="How vLLM is started, whose defaults for max_num_batched_tokens and max_num_seqs "
+        "size its profiling pass and its batches: serve (`vllm serve`) or offline (LLM(...) in "
+        "Python: twice the tokens).",
+    ),
+]
 SpeedupModel = Annotated[
     str | None,
     typer.Option(

@@ -39,6 +39,7 @@ def spec(
     max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
     max_num_seqs: opt.MaxNumSeqs = None,
     vllm_sampler: opt.VllmSampler = None,
+    vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
     speedup_model: opt.SpeedupModel = None,
     latency_ratio: opt.LatencyRatio = None,
     overhead_gib: opt.OverheadGib = None,

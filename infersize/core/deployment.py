@@ -47,6 +47,7 @@ class SideNumbers:
     parallel_draft: Num = 0.0  # 1.0: one pass proposes all K tokens (Medusa)
     max_k: Num = math.inf  # the most tokens it can propose (Medusa heads, MLP stages)
     gpu_time: Num = 1.0  # 0.0: drafting costs no GPU time (n-gram lookup on the CPU)
+    separate_model: Num = 1.0  # 0.0: a head (EAGLE, MTP, ...), not a model of its own
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +97,7 @@ def prepare_side(
         parallel_draft=1.0 if method_of(model).parallel else 0.0,
         max_k=float(model.speculator_heads or math.inf),
         gpu_time=1.0 if on_gpu else 0.0,
+        separate_model=0.0 if model.is_speculator_head else 1.0,
     )
     return Side(
         model=model,

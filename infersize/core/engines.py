@@ -22,6 +22,17 @@ from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
 
 MIB = 2**20
+# vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
+# blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
+VLLM_STEP_OVERHEAD_S = 8.0e-4
+# Held, not fitted: a separate draft model (DraftModelProposer) leaves more non-KV memory in
+# V1's pool than its weights, taken as bf16 logits (2 bytes) of every profiled token over its
+# vocabulary: 2.3 GiB for a Qwen3 draft at 8,192 tokens. vLLM's code was not found to say
+# which tensor it is; EAGLE heads show none (row g1 of tests/data/measurements.csv).
+DRAFT_PROFILE_BYTES_PER_LOGIT = 2.0
+# vLLM's entry points (vllm/usage/usage_lib.py UsageContext): `vllm serve` is OPENAI_API_SERVER,
+# `LLM(...)` in Python is LLM_CLASS; EngineArgs.get_batch_defaults sizes the profiling pass by it
+VLLM_ENTRYPOINTS: dict[str, str] = {"serve": "`vllm serve`", "offline": "LLM(...)"}
 
 
 # Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
@@ -76,6 +87,13 @@ class Engine:
     credits_windows_in_tokens: bool = False  # vLLM 0.21+: logged tokens credit sliding windows
     steps_in_flight: float = 1.0  # scheduling steps a sliding window must also hold
     draft_shares_tp: bool = False  # V1: the draft runs at the target's tensor parallelism
+    # The fixed cost of each drafter forward pass in place of step_overhead_s (None: the same):
+    # launches, the proposer's bookkeeping between its passes, its share of rejection sampling
+    draft_forward_overhead_s: float | None = None
+    # A separate draft model's profiling pass holds this many bytes per profiled token and
+    # vocabulary entry on top of the target's activation peak (heads hold none)
+    draft_profile_bytes_per_logit: float = 0.0
+    entrypoint: str = DEFAULTS.vllm_entrypoint  # whose batch defaults size the profiling pass
 
 
 VLLM_V1 = Engine(
@@ -93,7 +111,7 @@ VLLM_V1 = Engine(
     # shared one. Checked on a 0.28.0 A100 run, which it over-predicts by 27%
     mbu=0.85,
     kv_mbu=0.90,  # the blog's slope: 128 KiB of KV per token read at 3.0 TB/s
-    step_overhead_s=8.0e-4,
+    step_overhead_s=VLLM_STEP_OVERHEAD_S,
     gpu_memory_utilization=0.9,
     large_gpu_gib=160.0,  # EngineArgs.get_batch_defaults, 0.33.0
     activation_factor=2.5,  # fitted: benchmarks/fit_engine_constants.py (blog log q3 sets it)
@@ -105,6 +123,15 @@ VLLM_V1 = Engine(
     credits_windows_in_tokens=True,  # kv_cache_utils.get_kv_cache_capacity, 0.21+
     steps_in_flight=2.0,  # async scheduling keeps two batches in flight (0.33 default)
     draft_shares_tp=True,  # DraftModelProposer: draft TP must equal the target's
+    # The drafter's loop (vllm-project/vllm@82720b1ed4712ddebb597acdbcff752db48a76c1:
+    # vllm/v1/spec_decode/llm_base_proposer.py, SpecDecodeBaseProposer.propose): each of its K
+    # passes rebuilds the attention metadata on the host, updates positions and slot mappings,
+    # replays piecewise CUDA graphs only (initialize_cudagraph_keys: attention runs between
+    # the graph's pieces) and samples by argmax outside them; async scheduling overlaps the
+    # target step's host work, not this loop. Held at the engine step's cost, not fitted:
+    # docs/calibration.md checks it on batch-1 speedups of a separate draft
+    draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
+    draft_profile_bytes_per_logit=DRAFT_PROFILE_BYTES_PER_LOGIT,
 )
 VLLM_V1_EARLY = replace(
     VLLM_V1,
@@ -175,6 +202,7 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
     max_num_seqs: int | None = None
     vllm_sampler: str | None = None
+    vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # whose defaults size vLLM's profiling pass
 
 
 def configure_engine(settings: EngineSettings) -> Engine:
@@ -204,8 +232,14 @@ def configure_engine(settings: EngineSettings) -> Engine:
             "vllm_sampler", sampler, SAMPLER_BYTES_PER_LOGIT,
             hint=f"choose {', '.join(SAMPLER_BYTES_PER_LOGIT)}",
         )  # fmt: skip
+    if settings.vllm_entrypoint not in VLLM_ENTRYPOINTS:
+        raise UnknownNameError(
+            "vllm_entrypoint", settings.vllm_entrypoint, VLLM_ENTRYPOINTS,
+            hint=f"choose {', '.join(VLLM_ENTRYPOINTS)}",
+        )  # fmt: skip
     return replace(
         engine,
+        entrypoint=settings.vllm_entrypoint,
         sampler=sampler or engine.sampler,
         max_num_batched_tokens=settings.max_num_batched_tokens or engine.max_num_batched_tokens,
         max_num_seqs=settings.max_num_seqs or engine.max_num_seqs,

@@ -22,6 +22,7 @@ from infersize.core.vllm_pool import (
     activation_peak,
     capture_sizes,
     cuda_graph_bytes,
+    draft_profile_bytes,
     pool_capacity,
 )
 
@@ -36,6 +37,7 @@ class PoolMemory:
     activation_peak: FloatArray
     non_torch: FloatArray
     cuda_graphs: FloatArray  # subtracted before the pool from vLLM 0.20 on; else 0
+    draft_profile: FloatArray  # a separate draft model's share of the profiling run
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +151,12 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     profile = Profile(dep.profile_tokens, dep.profile_seqs)
     sides = [dep.target] + ([] if dep.draft is None else [dep.draft])
     peak = floats(np.max([activation_peak(_pool_side(s), profile, engine) for s in sides], axis=0))
+    extra = (  # a separate draft model's share of the profiling run
+        floats(0.0)
+        if dep.draft is None
+        else floats(draft_profile_bytes(engine, profile, dep.draft.vocab_size))
+        * dep.draft.separate_model
+    )
     non_torch = mem.overhead_bytes(engine, dep.tp)
     query_len = 1.0 + cells.spec_k
     sizes = capture_sizes(dep.profile_seqs, dep.profile_tokens, query_len)
@@ -159,7 +167,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     )
     budget = floats(np.ceil(engine.gpu_memory_utilization * usable))
     weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
-    pool = floats(budget - weights - peak - non_torch - graphs)
+    pool = floats(budget - weights - peak - extra - non_torch - graphs)
     layout = pool_layout(dep.target.kv, None if dep.draft is None else dep.draft.kv)
     capacity = pool_capacity(pool, layout, cells.tokens, profile, engine)
     used = floats(cells.batch * capacity.bytes_per_sequence)
@@ -175,6 +183,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         activation_peak=peak,
         non_torch=non_torch,
         cuda_graphs=floats(graphs),
+        draft_profile=extra,
     )
     kv_target, kv_draft = floats(used * t_share), floats(used * (1 - t_share))
     overhead = floats(non_torch + graphs)
@@ -182,7 +191,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         target_kv=kv_target,
         target_workspace=peak,
         draft_kv=kv_draft,
-        draft_workspace=np.zeros_like(used),
+        draft_workspace=floats(extra + np.zeros_like(used)),
         overhead=overhead,
         budget=budget,
         pool=memory_pool,

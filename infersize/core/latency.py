@@ -145,8 +145,11 @@ def uniform_load(
     )
 
 
-def pass_seconds(cost: StepCost, engine: Engine, load: PassLoad) -> FloatArray:
-    """Seconds for one forward pass of the model `cost` describes, computing `load`."""
+def pass_seconds(
+    cost: StepCost, engine: Engine, load: PassLoad, drafter: bool = False
+) -> FloatArray:
+    """Seconds for one forward pass of the model `cost` describes, computing `load`; a
+    drafter's pass pays the engine's per-draft-forward cost in place of its step cost."""
     tokens = floats(load.tokens)
     # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
     touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
@@ -157,7 +160,10 @@ def pass_seconds(cost: StepCost, engine: Engine, load: PassLoad) -> FloatArray:
         weight_bytes / engine.mbu + floats(load.kv_bytes) / kv_mbu
     ) / cost.bandwidth_bytes_per_s
     t_compute = flops / (cost.peak_flops * engine.mfu)
-    t_fixed = engine.step_overhead_s + cost.layers * engine.layer_overhead_s
+    fixed = engine.step_overhead_s
+    if drafter and engine.draft_forward_overhead_s is not None:
+        fixed = engine.draft_forward_overhead_s
+    t_fixed = fixed + cost.layers * engine.layer_overhead_s
     tp = floats(cost.tp)
     message = tokens * cost.hidden * ACTIVATION_BYTES
     ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1

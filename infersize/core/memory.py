@@ -94,6 +94,7 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
         )
     if (mla := model.mla) is not None:  # DeepSeek-V2 §2.1.2: one latent, not split by TP
         per_layer = (mla.kv_lora_rank + mla.qk_rope_head_dim) * kv.bytes_per_element
+        per_layer += indexer_key_bytes(model)
         return KvLayout(
             full_bytes_per_token=per_layer * model.num_hidden_layers,
             window_bytes_per_token=0.0,
@@ -123,6 +124,15 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
         layer_bytes_per_token=per_layer,
         state_bytes_per_sequence=state,
     )
+
+
+def indexer_key_bytes(model: Model) -> float:
+    """Per layer and token, the key DeepSeek-V3.2's lightning indexer caches beside the latent:
+    index_head_dim fp8 values and one fp32 scale per 128 of them (the Indexer's k_cache and
+    k_scale_cache, deepseek-ai/DeepSeek-V3.2-Exp inference/model.py), whatever the KV dtype."""
+    if model.index_head_dim is None:
+        return 0.0
+    return float(model.index_head_dim + 4 * -(-model.index_head_dim // 128))
 
 
 def linear_state_bytes(model: Model, tp: int = 1) -> float:

@@ -11,6 +11,7 @@ qkv_proj and gate_up_proj hold the same weights). Per layer, h hidden, d head_di
              Llama-4 Maverick's MoE layers are every 2nd (the rest dense, i = intermediate_size)
   norms      norms_per_layer·h, plus 2·d for Qwen3/Gemma-3 q/k norms; gpt-oss adds one
              attention-sink logit per head
+  DeepSeek-V3.2: each MLA layer also holds a lightning indexer (_indexer)
   Qwen3-Next: gated attention's q_proj doubles (query and gate); its Gated DeltaNet layers
              replace attention by the projections, conv and norm of _linear_attention
 plus the token embedding V·h, the final norm h and an lm_head V·h unless tied, and the
@@ -44,7 +45,8 @@ def _attention(model: Model) -> tuple[int, int]:
         q = h * r_q + r_q * n * qk if r_q else h * n * qk
         kv = h * (r_kv + mla.qk_rope_head_dim) + r_kv * n * (mla.qk_nope_head_dim + mla.v_head_dim)
         o = n * mla.v_head_dim * h
-        return q + kv + o, r_kv + (r_q or 0)
+        index, index_small = _indexer(model)
+        return q + kv + o + index, r_kv + (r_q or 0) + index_small
     d = model.head_dim_resolved
     q_dim, kv_dim = n * d, model.num_key_value_heads * d
     biases = (q_dim + 2 * kv_dim if model.qkv_bias else 0) + (h if model.o_proj_bias else 0)
@@ -52,6 +54,18 @@ def _attention(model: Model) -> tuple[int, int]:
     sinks = n if model.attention_sinks else 0
     gate = h * q_dim if model.attention_output_gate else 0  # q_proj emits query and gate
     return h * q_dim + gate + 2 * h * kv_dim + q_dim * h, biases + norms + sinks
+
+
+def _indexer(model: Model) -> tuple[int, int]:
+    """(weight-matrix parameters, small parameters) of one layer's lightning indexer
+    (DeepSeek-V3.2, deepseek-ai/DeepSeek-V3.2-Exp@6d8cb70dfdd6f37c83c5208105a3e2c8da117485:
+    inference/model.py `Indexer`): wq_b r_q·(n_i·d_i) from the query latent, wk h·d_i,
+    weights_proj h·n_i, and k_norm, a LayerNorm of d_i with its bias."""
+    n_i, d_i = model.index_n_heads, model.index_head_dim
+    if n_i is None or d_i is None or model.q_lora_rank is None:
+        return 0, 0
+    h = model.hidden_size
+    return model.q_lora_rank * n_i * d_i + h * d_i + h * n_i, 2 * d_i
 
 
 def _linear_attention(model: Model) -> tuple[int, int]:

@@ -91,8 +91,8 @@ def engine_step_seconds(
     # the later passes draft for the decoding sequences only (none: no pass)
     sequential = np.where(floats(draft.parallel_draft) > 0, 0.0, np.maximum(k - 1.0, 0.0))
     passes_after_first = np.where(seqs > 0, sequential, 0.0)
-    t_draft = pass_seconds(draft.cost, engine, first) + passes_after_first * pass_seconds(
-        draft.cost, engine, later
+    t_draft = pass_seconds(draft.cost, engine, first, drafter=True) + (
+        passes_after_first * pass_seconds(draft.cost, engine, later, drafter=True)
     )
     t_draft = np.where(k > 0, t_draft * floats(draft.gpu_time), 0.0)
     return StepSeconds(t_target, floats(t_draft))
@@ -147,19 +147,19 @@ class StepTable:
 
 
 def _pass_table(
-    side: SideNumbers, engine: Engine, max_tokens: int
+    side: SideNumbers, engine: Engine, max_tokens: int, drafter: bool = False
 ) -> tuple[tuple[float, ...], float, float]:
     """A pass's seconds by token count at no context, and its slopes per KV byte and per
     attended token (the pass is affine in both)."""
+
+    def seconds(load: PassLoad) -> FloatArray:
+        return pass_seconds(side.cost, engine, load, drafter)
+
     tokens = np.arange(max_tokens + 1, dtype=np.float64)
-    by_tokens = pass_seconds(side.cost, engine, PassLoad(tokens=tokens, kv_bytes=0.0, attended=0.0))
-    one = float(pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)))
-    per_gib = float(
-        pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=2**30, attended=0.0))
-    )
-    per_mtok = float(
-        pass_seconds(side.cost, engine, PassLoad(tokens=1.0, kv_bytes=0.0, attended=1e6))
-    )
+    by_tokens = seconds(PassLoad(tokens=tokens, kv_bytes=0.0, attended=0.0))
+    one = float(seconds(PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)))
+    per_gib = float(seconds(PassLoad(tokens=1.0, kv_bytes=2**30, attended=0.0)))
+    per_mtok = float(seconds(PassLoad(tokens=1.0, kv_bytes=0.0, attended=1e6)))
     table: tuple[float, ...] = tuple(by_tokens.tolist())
     return table, (per_gib - one) / 2**30, (per_mtok - one) / 1e6
 
@@ -178,7 +178,7 @@ def step_table(
             target_per_attended=t_att, draft_per_kv_byte=0.0, draft_per_attended=0.0,
             draft_passes_after_first=0.0, draft_gpu_time=0.0,
         )  # fmt: skip
-    d_tokens, d_kv, d_att = _pass_table(draft, engine, max_tokens)
+    d_tokens, d_kv, d_att = _pass_table(draft, engine, max_tokens, drafter=True)
     parallel = float(draft.parallel_draft) > 0
     return StepTable(
         draft_k=draft_k, target_by_tokens=t_tokens, draft_by_tokens=d_tokens,

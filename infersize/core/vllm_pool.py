@@ -39,18 +39,38 @@ class Profile:
     seqs: Num  # max_num_seqs
 
 
+# EngineArgs.get_batch_defaults (vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:
+# vllm/engine/arg_utils.py): (max_num_batched_tokens, max_num_seqs) by entry point, for GPUs of
+# 70 GiB or more that are not A100s, and for the others. `vllm serve` is OPENAI_API_SERVER,
+# LLM(...) is LLM_CLASS.
+BATCH_DEFAULTS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    "serve": ((8192, 1024), (2048, 256)),
+    "offline": ((16384, 1024), (8192, 256)),
+}
+# From 0.28 (engine.large_gpu_gib) `vllm serve` profiles 16384 tokens on GPUs of 160 GiB or
+# more; LLM(...)'s value for them was not read, and its 70 GiB value (the same) is kept.
+LARGE_GPU_DEFAULTS = (16384, 1024)
+
+
 def default_profile(engine: Engine, memory_bytes: float, gpu_name: str) -> Profile:
-    """vLLM's defaults for `vllm serve` (EngineArgs.get_batch_defaults): 16384 tokens and 1024
-    sequences on GPUs of 160 GiB or more, 8192 and 1024 on other GPUs of 70 GiB or more that
-    are not A100s, else 2048 and 256; the engine preset (or the user) may set them."""
+    """vLLM's defaults for the engine's entry point (`vllm serve` or LLM(...)), by the GPU's
+    memory and name (BATCH_DEFAULTS); the engine preset (or the user) may set them."""
     gib = memory_bytes / GIB
+    large, other = BATCH_DEFAULTS[engine.entrypoint]
     if gib >= engine.large_gpu_gib:
-        tokens, seqs = 16384, 1024
+        tokens, seqs = max(LARGE_GPU_DEFAULTS, large)
     elif gib >= 70 and "a100" not in gpu_name.lower():
-        tokens, seqs = 8192, 1024
+        tokens, seqs = large
     else:
-        tokens, seqs = 2048, 256
+        tokens, seqs = other
     return Profile(engine.max_num_batched_tokens or tokens, engine.max_num_seqs or seqs)
+
+
+def draft_profile_bytes(engine: Engine, profile: Profile, vocab_size: Num) -> FloatArray:
+    """What a separate draft model adds to the profiling run's peak beyond its weights
+    (engine.draft_profile_bytes_per_logit per profiled token and vocabulary entry)."""
+    per_token = engine.draft_profile_bytes_per_logit * floats(vocab_size)
+    return floats(per_token * floats(profile.batched_tokens))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.engines import ENGINES, Engine, EngineSettings, register_engine
 from infersize.core.memory import GIB
 from infersize.core.speculative import alpha_from_vllm_acceptance_rate
+from infersize.defaults import DEFAULTS
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.service.spec import run_spec
@@ -111,6 +112,7 @@ def engine_settings(row: Row) -> EngineSettings:
         max_num_batched_tokens=_optional_int(row.get("max_num_batched_tokens", "")),
         max_num_seqs=_optional_int(row.get("max_num_seqs", "")),
         vllm_sampler=row.get("vllm_sampler") or None,
+        vllm_entrypoint=row.get("vllm_entrypoint") or DEFAULTS.vllm_entrypoint,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infersize.catalog.store import Catalog
+from infersize.core.engines import VLLM_ENTRYPOINTS
 from infersize.core.methods import method_of
 from infersize.core.metrics import ServingMetrics, Stats, sla_breaches
 from infersize.service.capacity import (
@@ -262,8 +263,9 @@ def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> t
     base = arms[0]
     notes.append(
         f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
-        f"{base.max_num_batched_tokens:,}, at most {base.max_num_seqs:,} sequences (vLLM's "
-        "defaults for this GPU unless set), recompute preemption when the KV pool is full"
+        f"{base.max_num_batched_tokens:,}, at most {base.max_num_seqs:,} sequences (the "
+        f"defaults of {VLLM_ENTRYPOINTS[dep.engine.entrypoint]} for this GPU unless set), "
+        "recompute preemption when the KV pool is full"
     )
     notes.append(
         "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "

@@ -63,6 +63,8 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
         "activation_peak_bytes": int(pool.activation_peak),
         "non_torch_bytes": int(pool.non_torch),
         "cuda_graph_bytes": int(pool.cuda_graphs),
+        "draft_profile_bytes": int(pool.draft_profile),
+        "vllm_entrypoint": dep.engine.entrypoint,
         "max_num_batched_tokens": int(dep.numbers.profile_tokens),
         "max_num_seqs": int(dep.numbers.profile_seqs),
         "vllm_sampler": dep.engine.sampler,

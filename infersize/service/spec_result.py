@@ -71,6 +71,8 @@ class SpecResult:
     activation_peak_bytes: int | None = None  # vllm: the profiling forward pass's peak
     non_torch_bytes: int | None = None
     cuda_graph_bytes: int | None = None  # subtracted before the pool (vLLM 0.20+)
+    draft_profile_bytes: int | None = None  # vllm: a separate draft model's profiling share
+    vllm_entrypoint: str | None = None  # vllm: serve or offline, whose defaults it profiles
     max_num_batched_tokens: int | None = None  # vllm: the profiling pass's size
     max_num_seqs: int | None = None
     vllm_sampler: str | None = None  # vllm: the sampler its profiling pass ran

@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from infersize.core.engines import VLLM_ENTRYPOINTS
 from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
 from infersize.show.terminal import ASCII_FALLBACK
@@ -131,6 +132,10 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
             f"{r.max_num_seqs} sequences)",
             *one(r.activation_peak_bytes),
         )
+        if r.draft_profile_bytes:
+            table.add_row(
+                "draft's profiling pass (separate model)", "", cell(dr, r.draft_profile_bytes)
+            )
         table.add_row("non-torch memory", *one(r.non_torch_bytes))
         table.add_row("CUDA graphs (estimated before the pool)", *one(r.cuda_graph_bytes))
     else:
@@ -158,6 +163,12 @@ def _render_pool(console: Console, r: SpecResult, units: str) -> None:
         console,
         "Maximum concurrency",
         f"{r.max_concurrent_sequences:.2f}x for {r.context_length:,} tokens per request",
+    )
+    _next(
+        console,
+        "vLLM entry point",
+        f"{VLLM_ENTRYPOINTS.get(r.vllm_entrypoint or '', '')}: its defaults profile "
+        f"{r.max_num_batched_tokens or 0:,} tokens and {r.max_num_seqs or 0:,} sequences",
     )
 
 

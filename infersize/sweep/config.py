@@ -23,7 +23,7 @@ from pydantic import (
 
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
-from infersize.core.engines import ENGINES
+from infersize.core.engines import ENGINES, VLLM_ENTRYPOINTS
 from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
@@ -160,6 +160,7 @@ class SweepConfig(_Strict):
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)  # vllm engines
     max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 24)
     vllm_sampler: Literal["triton", "pytorch", "flashinfer"] | None = None
+    vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # serve or offline (vllm engines)
     memory_headroom: float = Field(default=0.0, ge=0, lt=1)
     allow_cross_tokenizer: bool = False
     max_cells: int = Field(default=100_000_000, ge=1)
@@ -212,6 +213,11 @@ class SweepConfig(_Strict):
     @classmethod
     def _known_engine(cls, name: str) -> str:
         return _registered(name, ENGINES, "engine")
+
+    @field_validator("vllm_entrypoint")
+    @classmethod
+    def _known_entrypoint(cls, name: str) -> str:
+        return _registered(name, VLLM_ENTRYPOINTS, "vllm_entrypoint")
 
     @model_validator(mode="after")
     def _pairs_or_lists(self) -> SweepConfig:

@@ -268,6 +268,7 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
             max_num_batched_tokens=cfg.max_num_batched_tokens,
             max_num_seqs=cfg.max_num_seqs,
             vllm_sampler=cfg.vllm_sampler,
+            vllm_entrypoint=cfg.vllm_entrypoint,
         ),
         memory_headroom=cfg.memory_headroom,
         catalog_files=tuple(catalog_files),
