@@ -47,7 +47,7 @@ def chunk_answers(
     workload, SLA) group simulated."""
     catalog = load_catalog(tuple(scoring.catalog_files))
     cases = list(iter_cases(settings, plan, scenarios))
-    requests = [capacity_request(c, scoring.engine, max(ks), plan) for c in cases]
+    requests = [capacity_request(c, scoring, max(ks), plan) for c in cases]
     screens = ScreenCache()
     answers = [_screened(c, r, catalog, screens) for c, r in zip(cases, requests, strict=True)]
     groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
