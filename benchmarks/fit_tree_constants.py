@@ -3,11 +3,12 @@ tree builder scores it, and σ, the share of a rejected position its next candid
 `fit` tree runs of tests/data/sglang_tree_acceptance.csv, and print every run's error under the
 refit and under the constants in core/tree.py.
 
-    python benchmarks/fit_tree_constants.py [--table]
+    python benchmarks/fit_tree_constants.py [--table | --write]
 
 The refit minimises the worst relative error over the fit runs, then the mean (a grid of 0.05);
 tests/test_tree.py checks that core/tree.py holds it. --table prints the Markdown table of
-docs/modelling.md (errors of the fit and check runs by head).
+docs/modelling.md (errors of the fit and check runs by head), --write puts it there
+(tests/test_docs.py checks that it is current).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import numpy as np
 from infersize.core.tree import DRAFT_CONFIDENCE, SIBLING_ACCEPTANCE
 from infersize.service.tree_check import load_runs, profiles, tree_errors
 
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "sglang_tree_acceptance.csv"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "sglang_tree_acceptance.csv"
+PAGE = ROOT / "docs" / "modelling.md"
+START, END = "<!-- tree table: start -->\n", "<!-- tree table: end -->\n"
 CONFIDENCES = tuple(round(x, 2) for x in np.arange(0.30, 0.951, 0.05))
 SIBLINGS = tuple(round(x, 2) for x in np.arange(0.0, 0.801, 0.05))
 
@@ -61,9 +65,20 @@ def table(path: Path = DATA) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write(page: Path = PAGE) -> None:
+    """The table into its place in docs/modelling.md."""
+    text = page.read_text()
+    before, rest = text.split(START, 1)
+    after = rest.split(END, 1)[1]
+    page.write_text(before + START + table() + END + after)
+
+
 def main() -> None:
     if "--table" in sys.argv[1:]:
         print(table(), end="")
+        return
+    if "--write" in sys.argv[1:]:
+        write()
         return
     confidence, sibling = refit()
     print(f"refit: DRAFT_CONFIDENCE = {confidence}, SIBLING_ACCEPTANCE = {sibling}")

@@ -177,7 +177,7 @@ def test_help_lists_the_registered_speedup_models():
         check=False,
         env={"COLUMNS": "200", "PATH": ""},
     )
-    text = " ".join(done.stdout.split())
+    text = " ".join(done.stdout.replace("│", " ").split())  # the help's box, unwrapped
     for name in (*SPEEDUP_MODELS, "toy"):
         assert f"{name}:" in text, name
     assert "a made-up model for the test" in text
@@ -241,7 +241,7 @@ def test_help_lists_the_registered_engines():
         check=False,
         env={"COLUMNS": "200", "PATH": ""},
     )
-    text = " ".join(done.stdout.split())
+    text = " ".join(done.stdout.replace("│", " ").split())  # the help's box, unwrapped
     for name in (*ENGINES, "toy"):
         assert f"{name}:" in text, name
     assert "a made-up engine for the test" in text

@@ -181,6 +181,13 @@ def _lead_notes(
         notes = (f"--method {req.deployment.method}: drafting with {picked}",)
     if req.acceptance_rates is not None:
         return (*_profile_notes(req.acceptance_rates, req.draft_k, result), *notes)
+    if req.acceptance_length is not None:
+        shape = "chain" if (result.eagle_topk or 1) == 1 else "tree"
+        why = (
+            f"α {alpha:.3f} is the i.i.d. rate at which this {shape} accepts "
+            f"{req.acceptance_length:g} tokens a step at K={req.draft_k} (--acceptance-length)"
+        )
+        return (why, *notes)
     if acceptance is not None:
         why = f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own"
         return (why, *notes)
