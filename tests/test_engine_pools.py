@@ -105,11 +105,19 @@ def test_a_sglang_draft_keeps_a_pool_of_as_many_tokens_grown_by_a_steps_slots(ca
 
 
 def test_ngram_lookup_keeps_no_pool_and_no_headroom(catalog):
+    """NGRAM drafts on the CPU: no draft pool, no headroom, no reserve, but SGLang still runs
+    at most 48 requests when speculating."""
     settings = EngineSettings(engine="sglang", mem_fraction_static=0.8)
     alone = spec(catalog, settings)
     ngram = spec(catalog, settings, draft="ngram")
     assert ngram.max_total_num_tokens == alone.max_total_num_tokens
     assert ngram.kv_pool_bytes == alone.kv_pool_bytes
+    assert (alone.max_running_requests, ngram.max_running_requests) == (2048, 48)
+    default = spec(catalog, EngineSettings(engine="sglang"), draft="ngram")
+    assert (
+        default.mem_fraction_static
+        == spec(catalog, EngineSettings(engine="sglang")).mem_fraction_static
+    )
 
 
 def test_a_draft_that_does_not_fit_what_sglang_leaves_is_out_of_memory(catalog):

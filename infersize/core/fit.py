@@ -257,20 +257,20 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     target, draft = dep.target, dep.draft
     overhead = mem.overhead_bytes(engine, dep.tp)
     chunked = floats(dep.profile_tokens)
-    speculating = floats(0.0) if draft is None else floats(draft.gpu_time)
+    # a drafter on the GPU (not n-gram lookup) reserves memory and keeps a pool
+    on_gpu = floats(0.0) if draft is None else floats(draft.gpu_time)
     reserve = sglang_pool.drafter_reserve_mib(
-        speculating, 0.0 if draft is None else draft.speculator_head
+        on_gpu, 0.0 if draft is None else draft.speculator_head
     )
     fraction = sglang_pool.default_mem_fraction(engine, dep.memory_bytes, dep.tp, chunked, reserve)
     profiled = sglang_pool.profiled_tokens(
         usable - overhead, fraction, target.weights_bytes, _cell(target)
     )
-    running = sglang_pool.running_requests(
-        engine, profiled, target.context_window, speculating * (cells.spec_k > 0)
-    )
+    drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
+    running = sglang_pool.running_requests(engine, profiled, target.context_window, drafting)
     verify = cells.tree.verify_tokens(cells.spec_k)
     grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
-        speculating * (cells.spec_k > 0) * engine.speculative_headroom
+        on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
     )
     tokens = floats(profiled + grown)
     activation = floats(chunked * target.activation_bytes_per_token)

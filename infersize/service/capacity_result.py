@@ -266,8 +266,8 @@ def _scheduling_note(prepared: Prepared, arms: list[ArmResult]) -> str:
         return (
             f"scheduled as vLLM V1 schedules, within SGLang's limits: chunked_prefill_size "
             f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} running requests "
-            "(SGLang's defaults unless set), first come first served, recompute preemption "
-            "when the KV pool is full"
+            f"(SGLang's defaults unless set), schedule policy {prepared.engine.schedule_policy} "
+            "(arrival order), recompute preemption when the KV pool is full"
         )
     if rule == "trtllm":
         return (
