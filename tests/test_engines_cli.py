@@ -86,6 +86,8 @@ def test_an_acceptance_length_is_taken_at_the_k_and_tree_asked(runner):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
+        (["--engine", "sglang", "--eagle-topk", "65", "--num-draft-tokens", "8"],
+         "error: --eagle-topk must be at most 64, got 65"),
         (["--engine", "sglang", "--eagle-topk", "4"],
          "error: --num-draft-tokens is needed for a tree (--eagle-topk 4): the tokens the target "
          "verifies per sequence, the root included"),

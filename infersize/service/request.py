@@ -101,11 +101,14 @@ def validate_request(req: SpecRequest) -> None:
 
 
 MAX_TREE_TOKENS = 1024  # far past any tree an engine verifies
+MAX_TOPK = 64  # candidates per node; SGLang's trees use up to 10
 
 
 def _validate_tree(req: SpecRequest) -> None:
     """A chain (eagle_topk 1) verifies draft_k + 1 tokens; a tree needs its verified tokens."""
     _at_least("eagle_topk", req.eagle_topk, 1)
+    if req.eagle_topk > MAX_TOPK:
+        raise ValueRangeError("eagle_topk", f"must be at most {MAX_TOPK}, got {req.eagle_topk}")
     n = req.num_draft_tokens
     if req.eagle_topk == 1:
         if n is not None and n != req.draft_k + 1:
