@@ -136,6 +136,8 @@ VLLM_V1_EARLY = replace(
     steps_in_flight=1.0,
 )
 
+# SGLang and TensorRT-LLM keep the default latency constants: `plain`'s, the set of the
+# CUDA-graph engines, checked on SGLang's and TensorRT-LLM's decode rows (docs/calibration.md)
 SGLANG = Engine(
     name="sglang",
     description="SGLang (rules of release 0.5.6): mem_fraction_static of the free memory holds "
@@ -170,7 +172,7 @@ TRTLLM = Engine(
     tp_overhead_gib=1.7,  # NCCL, as fitted for SGLang above
     activation_factor=2.5,
     memory_rule="trtllm",
-    release="1.0",
+    release="1.0",  # KvCacheCreator's budget by memory; the same formula since 0.19
     drafts_trees=True,
 )
 

@@ -15,8 +15,9 @@ SGLang apply theirs to the device). Here the peak without its temporary KV cache
 of both models, the prefill's activations (engine.activation_factor · max_num_tokens · the
 model's activation bytes per token, the larger of target and draft) and engine.overhead_gib
 (more under tensor parallel). A separate draft (Eagle3 two-model, draft-target) keeps its own
-pool of the same token count (PR #3497 added its bytes per token to the division); one-model
-EAGLE-3 and MTP add their layers to the target's pool, the same sum.
+pool of the same token count (https://github.com/NVIDIA/TensorRT-LLM/pull/3497 added its bytes
+per token to the division); one-model EAGLE-3 and MTP add their layers to the target's pool,
+the same sum.
 
 Defaults (tensorrt_llm/builder.py BuildConfig @008b2b8d23af95e4e19fa6f354f9c5f6349b2bfc, which
 trtllm-serve takes its defaults from, tensorrt_llm/commands/serve.py
