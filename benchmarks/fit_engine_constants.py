@@ -10,13 +10,14 @@ the preset's value. Every prediction goes through
 script prints, per group, the refitted constants beside the presets' values and each row's
 error under both: in sample for `fit` rows, out of sample for `check` rows.
 
-Usage: python benchmarks/fit_engine_constants.py
+Usage: python benchmarks/fit_engine_constants.py [ENGINE ...]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,6 +65,10 @@ GRIDS: dict[FitGroup, dict[str, list[float]]] = {
         "graph_bytes_per_layer": _grid(x * MIB for x in np.arange(0.1, 0.31, 0.025)),
     },
     FIT_GROUPS[4]: {"activation_factor": _grid(np.arange(1.0, 2.55, 0.1))},
+    # SGLang: the memory not free when it measures, at TP 1 (the CUDA context) and what tensor
+    # parallelism adds (NCCL); sglang-0.4 shares sglang's values (core/engines.py)
+    FIT_GROUPS[5]: {"overhead_gib": _grid(np.arange(0.0, 1.51, 0.05))},
+    FIT_GROUPS[6]: {"tp_overhead_gib": _grid(np.arange(0.0, 4.01, 0.1))},
 }
 
 
@@ -135,8 +140,11 @@ def report(group: FitGroup) -> None:
 
 
 def main() -> None:
+    """Every group, or those of the engines named on the command line."""
+    engines = set(sys.argv[1:])
     for group in FIT_GROUPS:
-        report(group)
+        if not engines or group.engine in engines:
+            report(group)
 
 
 if __name__ == "__main__":

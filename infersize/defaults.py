@@ -25,6 +25,7 @@ class Defaults:
     context_length: int = 4096  # tokens in each sequence's KV cache at decode
     batch_size: int = 1
     draft_k: int = 4
+    eagle_topk: int = 1  # draft candidates per node: 1 drafts a chain, more a tree (SGLang's name)
     max_k: int = 16  # the largest K `spec` and the figures search
     sweep_draft_k_stop: int = 8  # a sweep without `draft_k` scores K = 1 .. this
     units: str = "gib"

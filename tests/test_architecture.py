@@ -16,6 +16,7 @@ import pytest
 
 from infersize.cli import app
 from infersize.core.arrays import FloatArray, floats
+from infersize.core.engines import ENGINES, Engine, register_engine
 from infersize.core.speedup import SPEEDUP_MODELS, SpeedupModel, StepTimes, register_speedup_model
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
@@ -176,7 +177,71 @@ def test_help_lists_the_registered_speedup_models():
         check=False,
         env={"COLUMNS": "200", "PATH": ""},
     )
-    text = " ".join(done.stdout.split())
+    text = " ".join(done.stdout.replace("│", " ").split())  # the help's box, unwrapped
     for name in (*SPEEDUP_MODELS, "toy"):
         assert f"{name}:" in text, name
     assert "a made-up model for the test" in text
+
+
+@pytest.fixture
+def toy_engine():
+    """A made-up engine preset: the sum of the parts, with 2 GiB of runtime overhead."""
+    register_engine(
+        Engine(
+            name="toy", description="a made-up engine for the test", overhead_gib=2.0,
+            tp_overhead_gib=0.0,
+        )
+    )  # fmt: skip
+    yield ENGINES["toy"]
+    del ENGINES["toy"]
+
+
+def test_a_registered_engine_reaches_spec_the_sweep_and_the_tables(toy_engine, runner, tmp_path):
+    data = json.loads(runner.invoke(app, [*SEED_ARGS, "--engine", "toy", "--json"]).stdout)
+    assert data["engine"] == "toy"
+    assert data["overhead_bytes"] == 2 * 2**30
+    sweep = tmp_path / "toy.yaml"
+    sweep.write_text(
+        "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\ngpus: [a100]\ncontext_lengths: [4096]\n"
+        "acceptance_rates: [0.72]\ndraft_k: [1, 2, 3, 4]\nengine: toy\n"
+    )
+    config, doc = load_sweep(sweep)
+    run_sweep(build_plan(config, doc), tmp_path / "out", RunOptions(jobs=1))
+    best = pl.read_parquet(tmp_path / "out" / "best_pairs.parquet")
+    assert set(best["engine"]) == {"toy"}
+    assert np.allclose(best["overhead_gib"], 2.0)
+
+
+def test_an_unregistered_engine_is_refused_with_the_registry_listed(runner, tmp_path):
+    sweep = tmp_path / "bad.yaml"
+    sweep.write_text(
+        "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\ngpus: [a100]\ncontext_lengths: [4096]\n"
+        "acceptance_rates: [0.72]\nengine: tgi\n"
+    )
+    result = runner.invoke(app, ["sweep", "validate", str(sweep)])
+    assert result.exit_code == 2
+    choices = ", ".join(ENGINES)
+    assert f"key 'engine': Value error, unknown engine 'tgi': choose {choices}" in result.stderr
+
+
+def test_help_lists_the_registered_engines():
+    """`--engine`'s help is generated from the registry: an engine registered before the
+    command line is built appears in `spec --help`, with its description."""
+    code = (
+        "from infersize.core.engines import Engine, register_engine\n"
+        "register_engine(Engine(name='toy', description='a made-up engine for the test', "
+        "overhead_gib=2.0, tp_overhead_gib=0.0))\n"
+        "from infersize.cli import app\napp(['spec', '--help'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"COLUMNS": "200", "PATH": ""},
+    )
+    text = " ".join(done.stdout.replace("│", " ").split())  # the help's box, unwrapped
+    for name in (*ENGINES, "toy"):
+        assert f"{name}:" in text, name
+    assert "a made-up engine for the test" in text

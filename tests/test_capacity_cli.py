@@ -191,12 +191,26 @@ def test_mistakes_are_one_line_and_exit_2(runner, extra, message):
     assert result.stderr.count("\n") == 1
 
 
+def _without_alpha(args: list[str]) -> list[str]:
+    at = args.index("--acceptance-rate")
+    return args[:at] + args[at + 2 :]
+
+
 def test_an_acceptance_length_outside_one_to_k_plus_one_is_refused(runner):
-    result = runner.invoke(app, [*BASE, *LOAD, "--acceptance-length", "9"])
+    result = runner.invoke(app, [*_without_alpha(BASE), *LOAD, "--acceptance-length", "9"])
     assert result.exit_code == 2
     assert result.stderr == (
         "error: --acceptance-length must be in [1, 4] at --draft-k 3 (1 + accepted drafts per "
         "step), got 9\n"
+    )
+
+
+def test_an_acceptance_length_with_an_acceptance_rate_is_refused(runner):
+    result = runner.invoke(app, [*BASE, *LOAD, "--acceptance-length", "2.5"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --acceptance-length cannot be given with --acceptance-rate or "
+        "--acceptance-rates: one of the three\n"
     )
 
 

@@ -211,8 +211,9 @@ def test_tensor_parallel_reports_per_gpu(runner):
             "error: unknown kv dtype 'fp7': did you mean 'fp8', 'fp32', 'fp16'?",
         ),
         (
-            ["--engine", "trt"],
-            "error: unknown engine 'trt': choose plain, vllm, vllm-0.15, llama.cpp",
+            ["--engine", "tgi"],
+            "error: unknown engine 'tgi': choose plain, vllm, vllm-0.15, llama.cpp, sglang, "
+            "sglang-0.4, trtllm",
         ),
         (
             ["--speedup-model", "magic"],
@@ -225,7 +226,8 @@ def test_tensor_parallel_reports_per_gpu(runner):
         (["--units", "mb"], "error: --units must be gib or gb, got 'mb'"),
         (
             ["--draft-k", "x"],
-            "error: Invalid value for '--draft-k': Input should be a valid integer, unable to "
+            "error: Invalid value for '--draft-k' / '--speculative-num-steps': Input should be a "
+            "valid integer, unable to "
             "parse string as an integer",
         ),
         (

@@ -18,7 +18,8 @@ SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a
     [
         (
             ["spec", "--target", "qwen2.5-7b", "--gpu", "a100", "--draft-k", "4.5"],
-            "error: Invalid value for '--draft-k': Input should be a valid integer, unable to "
+            "error: Invalid value for '--draft-k' / '--speculative-num-steps': Input should be a "
+            "valid integer, unable to "
             "parse string as an integer",
         ),
         (

@@ -92,6 +92,13 @@ def test_the_calibration_page_is_current():
         )
 
 
+def test_the_tree_table_of_the_modelling_page_is_current():
+    from benchmarks.fit_tree_constants import END, PAGE, START, table
+
+    written = PAGE.read_text().split(START, 1)[1].split(END, 1)[0]
+    assert written == table(), "run: python benchmarks/fit_tree_constants.py --write"
+
+
 def test_the_readmes_speed_figures_are_the_generated_performance_pages():
     """The README quotes no speed figure of its own: its summary is docs/performance.md's, as
     benchmarks/performance_doc.py wrote both."""

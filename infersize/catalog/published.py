@@ -25,6 +25,10 @@ class PublishedAcceptance(Record):
     method: str = "draft"  # the speculative method (core/methods.py); draft models feed the prior
     # vLLM's per-position acceptance rate, where published
     per_position: list[float] = field(default_factory=list)
+    # a draft tree's shape (SGLang's --speculative-eagle-topk, --speculative-num-draft-tokens;
+    # draft_k is its depth, --speculative-num-steps); None: a chain
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
     alpha: Fraction
     alpha_low: Fraction | None = None
     alpha_high: Fraction | None = None

@@ -16,6 +16,7 @@ DraftKOrAuto = Annotated[
     str,
     typer.Option(
         "--draft-k",
+        "--speculative-num-steps",
         help="K: draft tokens per step, or auto: the K that serves the load best (0: no "
         "speculation).",
     ),
@@ -46,8 +47,16 @@ def capacity(
     max_num_seqs: opt.MaxNumSeqs = None,
     vllm_sampler: opt.VllmSampler = None,
     vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
+    mem_fraction_static: opt.MemFractionStatic = None,
+    chunked_prefill_size: opt.ChunkedPrefillSize = None,
+    max_running_requests: opt.MaxRunningRequests = None,
+    kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
+    max_num_tokens: opt.MaxNumTokens = None,
+    max_batch_size: opt.MaxBatchSize = None,
     overhead_gib: opt.OverheadGib = None,
     draft_k: DraftKOrAuto = str(DEFAULTS.draft_k),
+    eagle_topk: opt.EagleTopk = DEFAULTS.eagle_topk,
+    num_draft_tokens: opt.NumDraftTokens = None,
     acceptance_rate: opt.AcceptanceRate = None,
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
@@ -70,12 +79,17 @@ def capacity(
     as_json: opt.Json = False,
 ) -> None:
     """GPUs a load needs at a latency SLA, with and without speculative decoding: both arms
-    served step by step as vLLM V1 schedules them, their p50/p99 TTFT and TPOT at the load, the
-    highest request rate per replica that meets the SLA, and the replicas for a target rate."""
+    served step by step as vLLM V1 schedules them (within the engine's own token budget,
+    running-sequence limit and KV pool), their p50/p99 TTFT and TPOT at the load, the highest
+    request rate per replica that meets the SLA, and the replicas for a target rate."""
+    _answer(_capacity_request(locals()), catalog, plot, as_json)
+
+
+def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json: bool) -> None:
+    """Serve the request and show the answer: a panel, or JSON, and the figure if asked."""
     from infersize.catalog.store import load_catalog
     from infersize.service.capacity_result import capacity_json, run_capacity
 
-    request = _capacity_request(locals())
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_capacity(request, catalogs)
     if plot is not None:
@@ -102,7 +116,6 @@ def _draw(request: Any, catalogs: Any, result: Any, plot: Path) -> None:
 def _capacity_request(options: dict[str, Any]) -> Any:
     """The CapacityRequest the options describe (one-line errors for what does not go)."""
     from infersize.core.sla import parse_sla
-    from infersize.core.speculative import alpha_for_expected_tokens
     from infersize.core.traffic import parse_arrival
     from infersize.service.capacity import CapacityRequest, Traffic
 
@@ -113,21 +126,17 @@ def _capacity_request(options: dict[str, Any]) -> Any:
     no_draft = options["draft"] is not None and options["draft"].strip().lower() == "none"
     auto, draft_k = _draft_k(options["draft_k"])
     inputs, outputs = _lengths(options)
-    alpha = options["acceptance_rate"]
-    if options["acceptance_length"] is not None:
-        if auto:
-            raise InfersizeError(
-                "--acceptance-length is measured at one K: give that K with --draft-k, or turn "
-                "it into α with 'infersize alpha --mean-accepted-tokens E --draft-k K'"
-            )
-        alpha = _alpha_from_length(options["acceptance_length"], draft_k, alpha_for_expected_tokens)
+    if options["acceptance_length"] is not None and auto:
+        raise InfersizeError(
+            "--acceptance-length is measured at one K: give that K with --draft-k, or turn "
+            "it into α with 'infersize alpha --mean-accepted-tokens E --draft-k K'"
+        )
     spec = opt.spec_request(
         options
         | {
             "draft": None if no_draft else options["draft"],
             "draft_k": max(draft_k, 1),
             "max_k": max(options["max_k"], draft_k),
-            "acceptance_rate": alpha,
             "context_length": max(i + o for i, o in zip(inputs, outputs, strict=True)),
         }
     )

@@ -69,7 +69,31 @@ AcceptanceRates = Annotated[
         'rate"): E = 1 + r1 + ... + rK. Instead of --acceptance-rate.',
     ),
 ]
-DraftK = Annotated[int, typer.Option("--draft-k", help="K: draft tokens per verification step.")]
+DraftK = Annotated[
+    int,
+    typer.Option(
+        "--draft-k",
+        "--speculative-num-steps",
+        help="K: draft tokens per verification step (a tree's depth, SGLang's num-steps).",
+    ),
+]
+EagleTopk = Annotated[
+    int,
+    typer.Option(
+        "--eagle-topk",
+        "--speculative-eagle-topk",
+        help="Draft candidates per node: 1 drafts a chain of K tokens, more a tree of that "
+        "width (SGLang, TensorRT-LLM).",
+    ),
+]
+NumDraftTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--num-draft-tokens",
+        "--speculative-num-draft-tokens",
+        help="A tree's tokens verified per sequence, the root included (a chain: K + 1).",
+    ),
+]
 BatchSize = Annotated[int, typer.Option("--batch-size", help="Concurrent sequences.")]
 KvDtype = Annotated[
     str, typer.Option("--kv-dtype", help="KV cache dtype (fp16, bf16, fp8, q8_0, q4_0, fp32).")
@@ -116,6 +140,46 @@ VllmEntrypoint = Annotated[
         "size its profiling pass and its batches: serve (`vllm serve`) or offline (LLM(...) in "
         "Python: twice the tokens).",
     ),
+]
+MemFractionStatic = Annotated[
+    float | None,
+    typer.Option(
+        "--mem-fraction-static",
+        help="SGLang's share of the free memory for weights and KV pool (default: SGLang's "
+        "for the GPU and release).",
+    ),
+]
+ChunkedPrefillSize = Annotated[
+    int | None,
+    typer.Option(
+        "--chunked-prefill-size",
+        help="SGLang's tokens per step (default: SGLang's for the GPU).",
+    ),
+]
+MaxRunningRequests = Annotated[
+    int | None,
+    typer.Option(
+        "--max-running-requests",
+        help="SGLang's most sequences at once (default: from its pool; 48 when speculating).",
+    ),
+]
+KvCacheFreeGpuMemoryFraction = Annotated[
+    float | None,
+    typer.Option(
+        "--kv-cache-free-gpu-memory-fraction",
+        help="TensorRT-LLM's share of the memory left after its profiled prefill (default 0.9).",
+    ),
+]
+MaxNumTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-num-tokens", help="TensorRT-LLM's tokens per step and profiled prefill (default "
+        "8192).",
+    ),
+]  # fmt: skip
+MaxBatchSize = Annotated[
+    int | None,
+    typer.Option("--max-batch-size", help="TensorRT-LLM's most sequences at once (default 2048)."),
 ]
 SpeedupModel = Annotated[
     str | None,
@@ -284,7 +348,8 @@ AcceptanceLength = Annotated[
     float | None,
     typer.Option(
         "--acceptance-length",
-        help="Mean acceptance length E at --draft-k, as engines log it (vLLM 'Mean acceptance "
-        "length', SGLang 'accept len'): instead of --acceptance-rate.",
+        help="Mean acceptance length E at --draft-k (and the tree), as engines log it (vLLM "
+        "'Mean acceptance length', SGLang 'accept len', TensorRT-LLM's acceptance length): "
+        "instead of --acceptance-rate.",
     ),
 ]

@@ -18,12 +18,13 @@ import numpy as np
 
 from infersize.catalog.records import ComponentBytes, Gpu, KvDtype, Model, WeightFormat
 from infersize.core import memory as mem
+from infersize.core import sglang_pool, trtllm_pool
 from infersize.core.arrays import Num
 from infersize.core.engines import Engine
 from infersize.core.latency import StepCost, step_cost
 from infersize.core.methods import method_of
 from infersize.core.params import ParamCounts, param_counts
-from infersize.core.vllm_pool import default_profile
+from infersize.core.vllm_pool import Profile, default_profile
 from infersize.errors import InfersizeError
 
 T = TypeVar("T")
@@ -47,7 +48,8 @@ class SideNumbers:
     parallel_draft: Num = 0.0  # 1.0: one pass proposes all K tokens (Medusa)
     max_k: Num = math.inf  # the most tokens it can propose (Medusa heads, MLP stages)
     gpu_time: Num = 1.0  # 0.0: drafting costs no GPU time (n-gram lookup on the CPU)
-    separate_model: Num = 1.0  # 0.0: a head (EAGLE, MTP, ...), not a model of its own
+    speculator_head: Num = 0.0  # 1.0: a head (EAGLE, MTP ...), not a draft model (SGLang's reserve)
+    context_window: Num = 0.0  # max_position_embeddings: SGLang's context length by default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,7 +99,8 @@ def prepare_side(
         parallel_draft=1.0 if method_of(model).parallel else 0.0,
         max_k=float(model.speculator_heads or math.inf),
         gpu_time=1.0 if on_gpu else 0.0,
-        separate_model=0.0 if model.is_speculator_head else 1.0,
+        speculator_head=1.0 if model.is_speculator_head else 0.0,
+        context_window=model.max_position_embeddings,
     )
     return Side(
         model=model,
@@ -119,8 +122,12 @@ class DeploymentNumbers:
     memory_bytes: Num  # per GPU, as the CUDA runtime reports it
     price_usd_per_hour: Num  # per GPU; NaN when unknown
     tp: Num
-    profile_tokens: Num = 0.0  # pooled engines: tokens of the profiling forward pass
-    profile_seqs: Num = 0.0  # and its sequences (max_num_seqs)
+    # pooled engines: the scheduler's token budget per step (vLLM's max_num_batched_tokens, the
+    # size of its profiling pass; SGLang's chunked_prefill_size; TensorRT-LLM's max_num_tokens)
+    profile_tokens: Num = 0.0
+    # and the most sequences it runs at once (max_num_seqs; max_batch_size; SGLang's
+    # max_running_requests when set, else 0: it follows the pool, core/sglang_pool.py)
+    profile_seqs: Num = 0.0
 
 
 def _with_shared_head(draft: Side, target: Side) -> SideNumbers:
@@ -133,6 +140,17 @@ def _with_shared_head(draft: Side, target: Side) -> SideNumbers:
         draft.numbers.cost, dense_bytes=draft.numbers.cost.dense_bytes + head
     )
     return dataclasses.replace(draft.numbers, cost=cost)
+
+
+def scheduler_limits(engine: Engine, gpu: Gpu) -> Profile:
+    """The token budget and sequence limit of the engine's scheduler on this GPU."""
+    if engine.memory_rule == "sglang":
+        chunked = float(sglang_pool.default_chunked_prefill(engine, gpu.memory_bytes))
+        return Profile(chunked, float(engine.max_running_requests or 0))
+    if engine.memory_rule == "trtllm":
+        tokens, seqs = trtllm_pool.limits(engine)
+        return Profile(tokens, seqs)
+    return default_profile(engine, gpu.memory_bytes, gpu.name)
 
 
 def hourly_price(gpu: Gpu, override: float | None) -> float:
@@ -148,15 +166,15 @@ def deployment_numbers(
     price_usd_per_hour: float | None = None,
     engine: Engine | None = None,
 ) -> DeploymentNumbers:
-    profile = None if engine is None else default_profile(engine, gpu.memory_bytes, gpu.name)
+    profile = None if engine is None else scheduler_limits(engine, gpu)
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else _with_shared_head(draft, target),
         memory_bytes=gpu.memory_bytes,
         price_usd_per_hour=hourly_price(gpu, price_usd_per_hour),
         tp=target.tp,
-        profile_tokens=0.0 if profile is None else profile.batched_tokens,
-        profile_seqs=0.0 if profile is None else profile.seqs,
+        profile_tokens=0.0 if profile is None else float(profile.batched_tokens),
+        profile_seqs=0.0 if profile is None else float(profile.seqs),
     )
 
 

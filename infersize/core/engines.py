@@ -4,6 +4,9 @@
 release 0.33.0 (core/vllm_pool.py); `vllm-0.15` the rules of the V1 releases 0.11 to 0.17, which
 did not subtract CUDA graphs before sizing the pool and logged the pool's tokens without
 crediting sliding windows. Their pool constants are fitted to public vLLM start-up logs.
+`sglang` sizes SGLang's pools as release 0.5.6 does, `sglang-0.4` as the 0.4.x releases did
+(core/sglang_pool.py); `trtllm` the KV cache of TensorRT-LLM's PyTorch backend
+(core/trtllm_pool.py). Each preset's `memory_rule` names the rule core/fit.py applies.
 
 Every fitted constant comes from benchmarks/fit_engine_constants.py, which minimises the worst
 error relative to its bound over the `fit` rows of tests/data/measurements.csv (each row
@@ -72,9 +75,9 @@ class Engine:
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
+    memory_rule: str = "sum"  # sum | vllm | sglang | trtllm: how core/fit.py sizes memory
+    release: str = ""  # the engine release whose rules the preset follows
     # vLLM V1's pre-allocated KV pool (core/vllm_pool.py):
-    pools_kv: bool = False
-    vllm_release: str = ""  # the release whose rules the preset follows
     gpu_memory_utilization: float = 1.0
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
     max_num_seqs: int | None = None
@@ -94,6 +97,19 @@ class Engine:
     # vocabulary entry on top of the target's activation peak (heads hold none)
     draft_profile_bytes_per_logit: float = 0.0
     entrypoint: str = DEFAULTS.vllm_entrypoint  # whose batch defaults size the profiling pass
+    # SGLang (core/sglang_pool.py); None: SGLang's default for the GPU
+    mem_fraction_static: float | None = None
+    mem_fraction_rule: str = ""  # how that default is set: "tp" (0.4.x) or "reserve" (0.5.3+)
+    chunked_prefill_size: int | None = None
+    max_running_requests: int | None = None  # None: from the pool (48 when speculating)
+    speculative_headroom: bool = False  # 0.4.3.post3-0.5.6: pools grow by R·d·k + R·n + 100
+    schedule_policy: str = "fcfs"  # waiting requests in arrival order (SGLang, TensorRT-LLM)
+    # TensorRT-LLM's PyTorch backend (core/trtllm_pool.py)
+    free_gpu_memory_fraction: float = 0.9  # KvCacheConfig.free_gpu_memory_fraction
+    max_num_tokens: int | None = None  # None: 8192 (BuildConfig)
+    max_batch_size: int | None = None  # None: 2048 (BuildConfig)
+    tokens_per_block: int = 32
+    drafts_trees: bool = False  # takes a draft tree (top-k > 1): SGLang, TensorRT-LLM
 
 
 VLLM_V1 = Engine(
@@ -104,8 +120,8 @@ VLLM_V1 = Engine(
     # tests/data/measurements.csv, with its source) prints it
     overhead_gib=0.07,
     tp_overhead_gib=0.14,  # 0.21 GiB at TP 8, the vLLM 0.10.2 L40S log above (custom all-reduce)
-    pools_kv=True,
-    vllm_release="0.33.0",
+    memory_rule="vllm",
+    release="0.33.0",
     # fitted (benchmarks/fit_engine_constants.py) to vLLM V1 batch-1 decode: the vLLM blog's
     # Llama-3.1-8B on H100 (0.19.1; zero and 100k context); the per-layer launch cost is the
     # shared one. Checked on a 0.28.0 A100 run, which it over-predicts by 27%
@@ -138,13 +154,53 @@ VLLM_V1_EARLY = replace(
     name="vllm-0.15",
     description="vLLM V1 as released from 0.11 to 0.17: CUDA graphs come on top of the pool, "
     "the logged tokens do not credit sliding windows",
-    vllm_release="0.15.0",
+    release="0.15.0",
     large_gpu_gib=math.inf,
     activation_factor=2.0,  # fitted: benchmarks/fit_engine_constants.py (logs a1, d1, e1)
     sampler="pytorch",  # sort-based apply_top_k_top_p: FlashInfer's was opt-in
     estimates_cuda_graphs=False,
     credits_windows_in_tokens=False,
     steps_in_flight=1.0,
+)
+
+# SGLang and TensorRT-LLM keep the default latency constants: `plain`'s, the set of the
+# CUDA-graph engines, checked on SGLang's and TensorRT-LLM's decode rows (docs/calibration.md)
+SGLANG = Engine(
+    name="sglang",
+    description="SGLang (rules of release 0.5.6): mem_fraction_static of the free memory holds "
+    "the weights and one KV pool; a draft keeps a pool of the same tokens out of the rest",
+    # the memory not yet free when SGLang measures: the CUDA context at TP 1, and what NCCL
+    # adds under tensor parallel (both fitted: benchmarks/fit_engine_constants.py, on the
+    # sglang-0.4 and sglang fit rows of tests/data/measurements.csv)
+    overhead_gib=0.55,
+    tp_overhead_gib=1.7,
+    memory_rule="sglang",
+    release="0.5.6",
+    mem_fraction_rule="reserve",
+    speculative_headroom=True,
+    drafts_trees=True,
+)
+SGLANG_04 = replace(
+    SGLANG,
+    name="sglang-0.4",
+    description="SGLang as released from 0.4.0 to 0.4.5: mem_fraction_static by tensor "
+    "parallelism (0.88 at TP 1), chunked prefill 8192 tokens",
+    release="0.4.4",
+    mem_fraction_rule="tp",
+)
+TRTLLM = Engine(
+    name="trtllm",
+    description="TensorRT-LLM's PyTorch backend (KvCacheCreator): free_gpu_memory_fraction of "
+    "the memory left after a profiled prefill of max_num_tokens; a draft's pool holds as many "
+    "tokens",
+    # not fitted (one public log, tests/data/measurements.csv): the CUDA context and graphs
+    # outside torch, and vLLM's activation factor for the same PyTorch prefill
+    overhead_gib=0.6,
+    tp_overhead_gib=1.7,  # NCCL, as fitted for SGLang above
+    activation_factor=2.5,
+    memory_rule="trtllm",
+    release="1.0",  # KvCacheCreator's budget by memory; the same formula since 0.19
+    drafts_trees=True,
 )
 
 ENGINES: dict[str, Engine] = {
@@ -171,6 +227,9 @@ ENGINES: dict[str, Engine] = {
         layer_overhead_s=1.0e-5,
         support_family="llama.cpp",
     ),
+    "sglang": SGLANG,
+    "sglang-0.4": SGLANG_04,
+    "trtllm": TRTLLM,
 }
 
 
@@ -203,6 +262,12 @@ class EngineSettings:
     max_num_seqs: int | None = None
     vllm_sampler: str | None = None
     vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # whose defaults size vLLM's profiling pass
+    mem_fraction_static: float | None = None  # SGLang
+    chunked_prefill_size: int | None = None
+    max_running_requests: int | None = None
+    kv_cache_free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
+    max_num_tokens: int | None = None
+    max_batch_size: int | None = None
 
 
 def configure_engine(settings: EngineSettings) -> Engine:
@@ -237,10 +302,44 @@ def configure_engine(settings: EngineSettings) -> Engine:
             "vllm_entrypoint", settings.vllm_entrypoint, VLLM_ENTRYPOINTS,
             hint=f"choose {', '.join(VLLM_ENTRYPOINTS)}",
         )  # fmt: skip
-    return replace(
-        engine,
-        entrypoint=settings.vllm_entrypoint,
-        sampler=sampler or engine.sampler,
-        max_num_batched_tokens=settings.max_num_batched_tokens or engine.max_num_batched_tokens,
-        max_num_seqs=settings.max_num_seqs or engine.max_num_seqs,
+    return _other_engines(
+        replace(
+            engine,
+            entrypoint=settings.vllm_entrypoint,
+            sampler=sampler or engine.sampler,
+            max_num_batched_tokens=settings.max_num_batched_tokens or engine.max_num_batched_tokens,
+            max_num_seqs=settings.max_num_seqs or engine.max_num_seqs,
+        ),
+        settings,
     )
+
+
+# The settings of one engine's rule (memory_rule), under the engine's own names
+ENGINE_SETTINGS = {
+    "sglang": ("mem_fraction_static", "chunked_prefill_size", "max_running_requests"),
+    "trtllm": ("kv_cache_free_gpu_memory_fraction", "max_num_tokens", "max_batch_size"),
+}
+FRACTIONS = ("mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
+
+
+def _other_engines(engine: Engine, settings: EngineSettings) -> Engine:
+    """SGLang's and TensorRT-LLM's settings, each checked and refused for another engine."""
+    given = {}
+    for rule, names in ENGINE_SETTINGS.items():
+        for name in names:
+            value = getattr(settings, name)
+            if value is None:
+                continue
+            if engine.memory_rule != rule:
+                raise ValueRangeError(
+                    name, f"is a setting of {rule}: it does not apply to engine {engine.name}"
+                )
+            low, high = (0.0, 1.0) if name in FRACTIONS else (1, 1 << 24)
+            if not (low < value <= high if name in FRACTIONS else low <= value <= high):
+                bracket = f"({low:g}, {high:g}]" if name in FRACTIONS else f"{low}..{high}"
+                raise ValueRangeError(name, f"must be in {bracket}, got {value}")
+            given[name] = value
+    fraction = given.pop("kv_cache_free_gpu_memory_fraction", None)
+    if fraction is not None:
+        given["free_gpu_memory_fraction"] = fraction
+    return replace(engine, **given)

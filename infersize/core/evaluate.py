@@ -20,9 +20,11 @@ from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
 from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
 from infersize.core.engines import Engine
 from infersize.core.fit import Memory, deployment_memory
-from infersize.core.profile import expected_tokens_profile
+from infersize.core.profile import conditional_rates, expected_tokens_profile, iid_profile
+from infersize.core.speculative import bisect_increasing
 from infersize.core.speed import Speed, deployment_speed, plain_speed
 from infersize.core.speedup import SpeedupModel, alpha_for_speedup
+from infersize.core.tree import CHAIN, Tree, tree_expected_tokens
 
 D = TypeVar("D")
 MAX_K = 256  # far past any useful draft length; bounds every K axis searched
@@ -42,6 +44,7 @@ class Workload:
     # i.i.d. E(α, K); α then only prices break-even
     rates: ArrayLike | None = None
     headroom: float = 0.0  # share of the device kept free
+    tree: Tree = CHAIN  # what each step drafts: a chain of K, or a tree of depth K
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +73,7 @@ class Evaluation:
     best_index: IntArray  # the fitting K of highest speedup (index 0 where none fits)
     fits_k: BoolArray  # over (..., K): fits in memory (and within a head's K)
     fits_any: BoolArray  # some K of the axis fits
+    tree: Tree = CHAIN
 
     def at(self, index: ArrayLike) -> Point:
         """The evaluation at one K position per setting."""
@@ -91,10 +95,23 @@ class Evaluation:
 
     def break_even_alpha(self) -> FloatArray:
         """α at which speculation only breaks even (S = 1), at each K of the axis; NaN where no
-        α in [0, 1] reaches it. Every speedup model rises with α at fixed step times."""
-        return alpha_for_speedup(
-            self.model, np.ones(self.speed.speedup.shape), self.ks, self.speed.times
-        )
+        α in [0, 1] reaches it. Every speedup model rises with α at fixed step times (a tree's
+        E rises with α at every position)."""
+        if self.tree.is_chain:
+            return alpha_for_speedup(
+                self.model, np.ones(self.speed.speedup.shape), self.ks, self.speed.times
+            )
+        cost = np.broadcast_to(self.speed.step_cost, self.speed.speedup.shape)
+        columns = []
+        for i, k in enumerate(self.ks):
+
+            def tree_e(a: FloatArray, k: int = int(k)) -> FloatArray:
+                return tree_expected_tokens(conditional_rates(iid_profile(a, k)), self.tree, [k])[
+                    ..., 0
+                ]
+
+            columns.append(bisect_increasing(tree_e, cost[..., i]))
+        return floats(np.stack(columns, axis=-1))
 
     def break_even_expected_tokens(self) -> FloatArray:
         """E at which speculation breaks even at each K, for models that read α only through
@@ -148,14 +165,14 @@ def evaluate(
     alpha = floats(work.alpha)[..., None]
     gamma = None if work.latency_ratio is None else floats(work.latency_ratio)[..., None]
     on_k = with_trailing_axis(dep)
-    memory = deployment_memory(on_k, engine, ctx, bat, k_axis, work.headroom)
+    memory = deployment_memory(on_k, engine, ctx, bat, k_axis, work.headroom, work.tree)
     if on_k.draft is None:
         speed = plain_speed(on_k.target, engine, ctx, bat)
     else:
-        expected = None if work.rates is None else expected_tokens_profile(work.rates, ks)
         speed = deployment_speed(
-            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma, expected
-        )
+            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma,
+            _expected(work, ks), work.tree,
+        )  # fmt: skip
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
     fits_k = np.broadcast_to(memory.fits, shape)
     if on_k.draft is not None:  # Medusa heads and MLP stages propose at most their count
@@ -173,4 +190,15 @@ def evaluate(
         best_index=best,
         fits_k=fits_k,
         fits_any=fits_any,
+        tree=work.tree,
     )
+
+
+def _expected(work: Workload, ks: np.ndarray) -> FloatArray | None:
+    """E over the K axis from the profile (None: i.i.d. α, the speedup model's own E); a tree
+    takes the conditional acceptance of the profile, or α at every position."""
+    if work.tree.is_chain:
+        return None if work.rates is None else expected_tokens_profile(work.rates, ks)
+    positions = int(np.max(ks))
+    rates = iid_profile(work.alpha, positions) if work.rates is None else floats(work.rates)
+    return tree_expected_tokens(conditional_rates(rates), work.tree, ks)

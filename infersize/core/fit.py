@@ -1,21 +1,25 @@
 """Memory per GPU of a deployment over arrays of context, batch and K, and whether it fits.
 
-Two rules: `plain` sums weights, KV caches, workspaces and overhead against the device memory;
-engines that pre-allocate a KV pool (vLLM) size the pool as vLLM does (core/vllm_pool.py), and a
-batch fits when its sequences' KV blocks fit in the pool."""
+One rule per engine's `memory_rule`: `sum` adds weights, KV caches, workspaces and overhead
+against the device memory; engines that pre-allocate their KV pool size it as they do (vLLM:
+core/vllm_pool.py, SGLang: core/sglang_pool.py, TensorRT-LLM: core/trtllm_pool.py), and a batch
+fits when its sequences' KV fits in the pool (and the pool itself in the device)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from infersize.core import memory as mem
+from infersize.core import sglang_pool, trtllm_pool
 from infersize.core.arrays import BoolArray, FloatArray, floats
 from infersize.core.deployment import DeploymentNumbers, SideNumbers
 from infersize.core.engines import Engine
 from infersize.core.memory import KvLayout
+from infersize.core.tree import CHAIN, Tree
 from infersize.core.vllm_pool import (
     PoolSide,
     Profile,
@@ -38,6 +42,8 @@ class PoolMemory:
     non_torch: FloatArray
     cuda_graphs: FloatArray  # subtracted before the pool from vLLM 0.20 on; else 0
     draft_profile: FloatArray  # a separate draft model's share of the profiling run
+    mem_fraction: FloatArray | None = None  # SGLang's mem_fraction_static as applied
+    max_running: FloatArray | None = None  # SGLang's max_running_requests from its pool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,24 +94,28 @@ class _Parts:
 
 @dataclass(frozen=True)
 class _Cells:
-    """The grid inputs, as floats, and the tokens each sequence keeps (context + K)."""
+    """The grid inputs, as floats, and the tokens each sequence keeps (context + the slots of
+    the drafts it verifies: K for a chain, num_draft_tokens − 1 for a tree)."""
 
     batch: FloatArray
     spec_k: FloatArray
     tokens: FloatArray
+    tree: Tree = CHAIN
 
 
 def _plain(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
     target, draft, bat, spec_k = dep.target, dep.draft, cells.batch, cells.spec_k
+    verify = np.where(spec_k > 0, cells.tree.verify_tokens(spec_k), 1.0)
     t_kv = mem.kv_cache_bytes(target.kv, cells.tokens, bat)
     t_ws = mem.workspace_bytes(
-        target.vocab_size, target.activation_bytes_per_token, bat, spec_k + 1, bat * (spec_k + 1)
+        target.vocab_size, target.activation_bytes_per_token, bat, verify, bat * verify
     )
     d_kv = d_ws = np.zeros_like(t_kv)
     if draft is not None:
         d_kv = mem.kv_cache_bytes(draft.kv, cells.tokens, bat)
+        width = cells.tree.draft_width()
         d_ws = mem.workspace_bytes(
-            draft.vocab_size, draft.activation_bytes_per_token, bat, spec_k, bat
+            draft.vocab_size, draft.activation_bytes_per_token, bat, spec_k * width, bat * width
         )
     overhead = mem.overhead_bytes(engine, target.tp)
     return _Parts(
@@ -155,7 +165,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         floats(0.0)
         if dep.draft is None
         else floats(draft_profile_bytes(engine, profile, dep.draft.vocab_size))
-        * dep.draft.separate_model
+        * (1.0 - dep.draft.speculator_head)
     )
     non_torch = mem.overhead_bytes(engine, dep.tp)
     query_len = 1.0 + cells.spec_k
@@ -198,6 +208,113 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     )
 
 
+def _cell(side: SideNumbers | None) -> FloatArray:
+    """KV bytes per token of every layer of a model (SGLang and TensorRT-LLM allocate each
+    layer for every token: sliding windows are not credited)."""
+    return floats(0.0) if side is None else floats(side.kv.bytes_per_token)
+
+
+def _fixed_pool(dep: DeploymentNumbers, cells: _Cells, usable: FloatArray, sized: _Sized) -> _Parts:
+    """An engine that allocates its whole pool at start: the pool (tokens × both models' bytes
+    per token) beside the weights, activations and overhead; a batch uses its sequences'
+    tokens, and nothing fits when the allocation itself does not fit the device."""
+    cell_t, cell_d = _cell(dep.target), _cell(dep.draft)
+    states = dep.target.kv.state_bytes_per_sequence + (
+        0.0 if dep.draft is None else dep.draft.kv.state_bytes_per_sequence
+    )
+    per_sequence = cells.tokens * (cell_t + cell_d) + states
+    used = floats(cells.batch * per_sequence)
+    pool = floats(sized.tokens * (cell_t + cell_d))
+    weights = floats(dep.target.weights_bytes) + (
+        0.0 if dep.draft is None else floats(dep.draft.weights_bytes)
+    )
+    fixed = floats(weights + sized.activation + sized.overhead)
+    budget = floats(np.where(usable - fixed - pool >= 0, fixed + pool, fixed))
+    t_share = cell_t / np.maximum(cell_t + cell_d, 1e-9)
+    memory_pool = PoolMemory(
+        kv_pool=pool,
+        kv_pool_tokens=floats(sized.logged_tokens),
+        max_concurrent_sequences=floats(sized.tokens / np.maximum(cells.tokens, 1.0)),
+        activation_peak=floats(sized.activation),
+        non_torch=floats(sized.overhead),
+        cuda_graphs=np.zeros_like(pool),
+        draft_profile=np.zeros_like(pool),  # in SGLang's and TensorRT-LLM's activation term
+        mem_fraction=sized.fraction,
+        max_running=sized.running,
+    )
+    return _Parts(
+        target_kv=floats(used * t_share), target_workspace=floats(sized.activation),
+        draft_kv=floats(used * (1 - t_share)), draft_workspace=np.zeros_like(used),
+        overhead=floats(sized.overhead), budget=budget, pool=memory_pool,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Sized:
+    """What an engine's pool rule decided: tokens per model, and what it logs."""
+
+    tokens: FloatArray
+    logged_tokens: FloatArray
+    activation: FloatArray
+    overhead: FloatArray
+    fraction: FloatArray | None = None
+    running: FloatArray | None = None
+
+
+def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
+    """SGLang: ⌊(free at start · mem_fraction_static − W) / cell⌋ tokens, grown by one step's
+    draft slots when speculating (core/sglang_pool.py)."""
+    target, draft = dep.target, dep.draft
+    overhead = mem.overhead_bytes(engine, dep.tp)
+    chunked = floats(dep.profile_tokens)
+    # a drafter on the GPU (not n-gram lookup) reserves memory and keeps a pool
+    on_gpu = floats(0.0) if draft is None else floats(draft.gpu_time)
+    reserve = sglang_pool.drafter_reserve_mib(
+        on_gpu, 0.0 if draft is None else draft.speculator_head
+    )
+    fraction = sglang_pool.default_mem_fraction(engine, dep.memory_bytes, dep.tp, chunked, reserve)
+    profiled = sglang_pool.profiled_tokens(
+        usable - overhead, fraction, target.weights_bytes, _cell(target)
+    )
+    drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
+    running = sglang_pool.running_requests(engine, profiled, target.context_window, drafting)
+    verify = cells.tree.verify_tokens(cells.spec_k)
+    grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
+        on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
+    )
+    tokens = floats(profiled + grown)
+    activation = floats(chunked * target.activation_bytes_per_token)
+    sized = _Sized(
+        tokens=tokens, logged_tokens=tokens, activation=activation, overhead=overhead,
+        fraction=fraction, running=running,
+    )  # fmt: skip
+    return _fixed_pool(dep, cells, usable, sized)
+
+
+def _trtllm(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
+    """TensorRT-LLM: free_gpu_memory_fraction of what its profiled prefill leaves
+    (core/trtllm_pool.py)."""
+    sides = [dep.target] + ([] if dep.draft is None else [dep.draft])
+    overhead = mem.overhead_bytes(engine, dep.tp)
+    tokens_run = floats(dep.profile_tokens)
+    activation = floats(
+        np.max([engine.activation_factor * tokens_run * s.activation_bytes_per_token
+                for s in sides], axis=0)
+    )  # fmt: skip
+    weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
+    pool_bytes = trtllm_pool.kv_bytes(engine, usable, weights + activation + overhead)
+    per_token = _cell(dep.target) + _cell(dep.draft)
+    tokens = floats(np.floor(pool_bytes / np.maximum(per_token, 1e-9)))
+    logged = trtllm_pool.logged_tokens(engine, pool_bytes, per_token)
+    sized = _Sized(tokens=tokens, logged_tokens=logged, activation=activation, overhead=overhead,
+                   fraction=floats(engine.free_gpu_memory_fraction))  # fmt: skip
+    return _fixed_pool(dep, cells, usable, sized)
+
+
+Rule = Callable[[DeploymentNumbers, Engine, _Cells, FloatArray], _Parts]
+RULES: dict[str, Rule] = {"sum": _plain, "vllm": _pooled, "sglang": _sglang, "trtllm": _trtllm}
+
+
 def deployment_memory(
     dep: DeploymentNumbers,
     engine: Engine,
@@ -205,17 +322,19 @@ def deployment_memory(
     batch: ArrayLike,
     k: ArrayLike,
     headroom: float = 0.0,
+    tree: Tree = CHAIN,
 ) -> Memory:
-    """Both models keep a KV cache for the full context plus K lookahead slots per sequence;
-    the workspace grows with K (fp32 logits of K+1 verified positions, K draft distributions).
-    `headroom` is a share of the device kept free (counted against the budget)."""
+    """Both models keep a KV cache for the full context plus a slot for each draft token
+    verified (K for a chain); the workspace grows with K (fp32 logits of the verified
+    positions, the draft distributions). `headroom` is a share of the device kept free
+    (counted against the budget)."""
     bat, n_k = floats(batch), floats(k)
     spec_k = n_k if dep.draft is not None else np.zeros_like(n_k)
-    cells = _Cells(bat, spec_k, floats(context) + spec_k)
+    slots = np.where(spec_k > 0, tree.verify_tokens(spec_k) - 1.0, 0.0)
+    cells = _Cells(bat, spec_k, floats(context) + slots, tree)
     device = floats(dep.memory_bytes)
     usable = floats(device * (1.0 - headroom)) if headroom else device
-    rule = _pooled if engine.pools_kv else _plain
-    p = rule(dep, engine, cells, usable)
+    p = RULES[engine.memory_rule](dep, engine, cells, usable)
     t_weights = floats(dep.target.weights_bytes)
     d_weights = floats(0.0 if dep.draft is None else dep.draft.weights_bytes)
     combined = floats(

@@ -15,6 +15,7 @@ from infersize.core.engines import Engine
 from infersize.core.evaluate import Workload, evaluate
 from infersize.core.fit import deployment_memory
 from infersize.core.speedup import SpeedupModel
+from infersize.core.tree import CHAIN, Tree
 
 BATCH_LADDER = 2.0 ** np.arange(12)  # 1, 2, 4, ..., 2048
 
@@ -28,6 +29,7 @@ def crossover_batch(
     k: ArrayLike,
     latency_ratio: ArrayLike | None = None,
     rates: ArrayLike | None = None,
+    tree: Tree = CHAIN,
 ) -> FloatArray:
     """Smallest batch (1, 2, 4, ... 2048) at which the speedup at this α (or per-position
     profile `rates`) and K, by `model`, drops below 1: verification turns compute-bound and
@@ -41,6 +43,7 @@ def crossover_batch(
         ks=np.arange(1, int(draft_k.max()) + 1),
         latency_ratio=None if latency_ratio is None else floats(latency_ratio)[..., None],
         rates=None if rates is None else floats(rates)[..., None, :],
+        tree=tree,
     )
     speedup = evaluate(with_trailing_axis(dep), engine, model, work).speed.speedup
     at_k = np.take_along_axis(
@@ -68,22 +71,34 @@ def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> int | N
 
 
 def max_fitting_context(
-    dep: DeploymentNumbers, engine: Engine, batch: int, k: int, high: int, headroom: float = 0.0
+    dep: DeploymentNumbers,
+    engine: Engine,
+    batch: int,
+    k: int,
+    high: int,
+    headroom: float = 0.0,
+    tree: Tree = CHAIN,
 ) -> int | None:
     """Longest context (tokens per sequence, at most `high`) that fits at this batch and K."""
 
     def fits(context: int) -> bool:
-        return bool(deployment_memory(dep, engine, context, batch, k, headroom).fits)
+        return bool(deployment_memory(dep, engine, context, batch, k, headroom, tree).fits)
 
     return largest_fitting(fits, 1, high)
 
 
 def max_fitting_batch(
-    dep: DeploymentNumbers, engine: Engine, context: int, k: int, high: int, headroom: float = 0.0
+    dep: DeploymentNumbers,
+    engine: Engine,
+    context: int,
+    k: int,
+    high: int,
+    headroom: float = 0.0,
+    tree: Tree = CHAIN,
 ) -> int | None:
     """Largest batch (concurrent sequences, at most `high`) that fits at this context and K."""
 
     def fits(batch: int) -> bool:
-        return bool(deployment_memory(dep, engine, context, batch, k, headroom).fits)
+        return bool(deployment_memory(dep, engine, context, batch, k, headroom, tree).fits)
 
     return largest_fitting(fits, 1, high)

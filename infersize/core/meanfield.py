@@ -96,20 +96,20 @@ class _Model:
                 sequence_kv_bytes(layouts[1], lengths.input_tokens),
             ),
             pool_kv=sequence_kv_bytes(
-                layout_floats(replica.pool_kv), context + replica.table.draft_k
+                layout_floats(replica.pool_kv), context + replica.lookahead
             ),
         )  # fmt: skip
 
     def step(self, decoding: float, prefill: float) -> float:
         """The step model with `decoding` sequences at the mean context and `prefill` prompt
         tokens (prefill / I prompts reading their own KV), between whole sequence counts."""
-        table, k = self.replica.table, self.replica.table.draft_k
+        table, per_seq = self.replica.table, self.replica.step_tokens
         prompts = prefill / max(self.lengths.input_tokens, 1.0)
         attended = prefill * (self.lengths.input_tokens + 1.0) / 2.0
         low = math.floor(decoding)
         seconds = []
         for seqs in (low, low + 1):
-            room = len(table.target_by_tokens) - 1 - seqs * (1 + k)
+            room = len(table.target_by_tokens) - 1 - seqs * per_seq
             seconds.append(
                 table.seconds(
                     seqs, max(min(round(prefill), room), 0), seqs * self.context, attended,
@@ -137,11 +137,11 @@ def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]
     n = λ S̄ t sequences decode, λ I t prompt tokens arrive a step, and each sequence holds its
     prompt, half its answer and K draft slots of KV."""
     replica, lengths = model.replica, model.lengths
-    k, per_seq = replica.table.draft_k, model.pool_kv
+    tokens, per_seq = replica.step_tokens, model.pool_kv
     bounds = {
         f"max_num_seqs ({replica.max_num_seqs})": replica.max_num_seqs / (rate * steps),
         f"the step's token budget ({replica.max_num_batched_tokens})": (
-            replica.max_num_batched_tokens / (rate * (steps * (1 + k) + lengths.input_tokens))
+            replica.max_num_batched_tokens / (rate * (steps * tokens + lengths.input_tokens))
         ),
         "the KV pool": replica.kv_capacity_bytes / (max(per_seq, 1e-9) * rate * steps),
     }

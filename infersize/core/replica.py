@@ -15,6 +15,7 @@ from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory, pool_layout
 from infersize.core.memory import KvLayout
 from infersize.core.step import StepTable, step_table
+from infersize.core.tree import CHAIN, Tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,7 +29,12 @@ class Replica:
     pool_kv: KvLayout  # bytes per token of every layer drawing from the pool (per GPU)
     target_kv: KvLayout  # what the target's attention reads per token of context
     draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
-    lookahead: int  # KV slots reserved per decoding sequence for its drafts (K)
+    lookahead: int  # KV slots reserved per decoding sequence for its drafts (K; a tree's n − 1)
+
+    @property
+    def step_tokens(self) -> int:
+        """Tokens of the step's budget each decoding sequence takes: 1 + its drafts."""
+        return 1 + self.lookahead
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,32 +113,48 @@ def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
     return dataclasses.replace(dep, draft=None)
 
 
-def kv_capacity_bytes(dep: DeploymentNumbers, engine: Engine, draft_k: int, seqs: int) -> float:
+def kv_capacity_bytes(
+    dep: DeploymentNumbers, engine: Engine, draft_k: int, seqs: int, tree: Tree = CHAIN
+) -> float:
     """Per GPU, what the sequences' KV caches may fill: the pool an engine pre-allocates
-    (vLLM), else the budget less weights, overhead and the workspace of `seqs` sequences
-    (with the KV of their one-token contexts given back)."""
-    memory = deployment_memory(dep, engine, 1, seqs, draft_k)
+    (vLLM, SGLang, TensorRT-LLM), else the budget less weights, overhead and the workspace of
+    `seqs` sequences (with the KV of their one-token contexts given back)."""
+    memory = deployment_memory(dep, engine, 1, seqs, draft_k, tree=tree)
     if memory.pool is not None:
         return float(memory.pool.kv_pool)
     fixed = memory.combined - memory.target_kv - memory.draft_kv
     return float(memory.budget - fixed)
 
 
-def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int) -> Replica:
+def running_limit(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree) -> int:
+    """The most sequences the engine runs at once: its setting, or (SGLang) what it derives
+    from its pool."""
+    if int(dep.profile_seqs) > 0:
+        return int(dep.profile_seqs)
+    pool = deployment_memory(dep, engine, 1, 1, draft_k, tree=tree).pool
+    running = None if pool is None else pool.max_running
+    return 1 if running is None else int(running)
+
+
+def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = CHAIN) -> Replica:
     """`dep` serving at K drafts a step (0: without speculation). Every decoding sequence
-    schedules 1 + K tokens of the step's budget, so at most budget // (1 + K) decode at once."""
+    schedules 1 + K tokens of the step's budget (a tree's n), so at most budget // (1 + K)
+    decode at once."""
     numbers = arm_numbers(dep, draft_k)
     k = draft_k if numbers.draft is not None else 0
+    shape = tree if k > 0 else CHAIN
+    per_seq = int(shape.verify_tokens(k)) if k > 0 else 1
     budget = int(numbers.profile_tokens)
-    seqs = min(int(numbers.profile_seqs), budget // (1 + k))
+    seqs = min(running_limit(numbers, engine, k, shape), budget // per_seq)
     draft = numbers.draft
+    widest = max(per_seq, int(shape.draft_width()))
     return Replica(
-        table=step_table(numbers.target, draft, engine, k, seqs * (1 + k) + budget),
+        table=step_table(numbers.target, draft, engine, k, seqs * widest + budget, shape),
         max_num_seqs=seqs,
         max_num_batched_tokens=budget,
-        kv_capacity_bytes=kv_capacity_bytes(numbers, engine, k, seqs),
+        kv_capacity_bytes=kv_capacity_bytes(numbers, engine, k, seqs, shape),
         pool_kv=pool_layout(numbers.target.kv, None if draft is None else draft.kv),
         target_kv=numbers.target.kv,
         draft_kv=None if draft is None else draft.kv,
-        lookahead=k,
+        lookahead=per_seq - 1,
     )

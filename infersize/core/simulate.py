@@ -54,7 +54,7 @@ class _Simulation:
         self.steps_left = [int(x) for x in load.steps]
         pairs = zip(self.outputs, self.steps_left, strict=True)
         self.rate = [(o - 1) / s if s > 0 else 0.0 for o, s in pairs]
-        self.k = replica.table.draft_k
+        self.k = replica.lookahead  # KV slots and extra budget tokens per decode (K, n − 1)
         self.t, self.g = 0.0, 0
         self.waiting: deque[int] = deque()
         self.prefilling: list[int] = []  # admitted, prompt not yet computed; admission order

@@ -13,6 +13,7 @@ from infersize.core.engines import Engine
 from infersize.core.speculative import expected_tokens
 from infersize.core.speedup import SpeedupModel, StepTimes
 from infersize.core.step import decode_batch, engine_step_seconds
+from infersize.core.tree import CHAIN, Tree
 
 
 @dataclass(frozen=True)
@@ -35,15 +36,17 @@ def step_times(
     batch: ArrayLike,
     k: ArrayLike,
     latency_ratio: ArrayLike | None = None,
+    tree: Tree = CHAIN,
 ) -> StepTimes:
     """T_target(B,1), T_draft(B,1) and T_target(B,K+1), read from the engine step
     (core/step.py) of plain decoding and of speculation at K: T_draft is its drafting time per
     draft token (Medusa's one pass shared by its K tokens; n-gram lookup runs on the CPU, γ
-    infinite). A given γ replaces the modelled draft step, for every speedup model."""
+    infinite). A given γ replaces the modelled draft step, for every speedup model. A tree
+    verifies its n tokens in the T_target(B, K+1) pass and drafts k candidates a pass."""
     n_k = floats(k)
     plain = engine_step_seconds(target, None, engine, decode_batch(target, None, batch, context, 0))
     spec = engine_step_seconds(
-        target, draft, engine, decode_batch(target, draft, batch, context, n_k)
+        target, draft, engine, decode_batch(target, draft, batch, context, n_k, tree)
     )
     t_target, t_verify = plain.target, spec.target
     if latency_ratio is None:
@@ -67,11 +70,12 @@ def deployment_speed(
     k: ArrayLike,
     latency_ratio: ArrayLike | None = None,
     expected: ArrayLike | None = None,
+    tree: Tree = CHAIN,
 ) -> Speed:
-    """`expected`: E over the K axis from a per-position acceptance profile, which replaces
-    Leviathan's i.i.d. E(α, K) (the model must read α only through E)."""
+    """`expected`: E over the K axis from a per-position acceptance profile or a draft tree,
+    which replaces Leviathan's i.i.d. E(α, K) (the model must read α only through E)."""
     n_k = floats(k)
-    times = step_times(target, draft, engine, context, batch, n_k, latency_ratio)
+    times = step_times(target, draft, engine, context, batch, n_k, latency_ratio, tree)
     if expected is None:
         a = floats(alpha)
         e, speedup = expected_tokens(a, n_k), model.speedup(a, n_k, times)

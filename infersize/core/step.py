@@ -7,7 +7,10 @@ tokens (1, or 1 + K with K draft tokens to verify) and the prefill chunks schedu
 With speculation the drafter then proposes the next K tokens: its first pass runs over the step's
 new tokens (the prefill chunks' too, which it must see to draft after them), its K − 1 others over
 one token per decoding sequence (vllm/v1/spec_decode: `propose`); Medusa heads propose all K in
-that one pass, n-gram lookup costs no GPU time.
+that one pass, n-gram lookup costs no GPU time. A draft tree (core/tree.py) of width k, depth K
+and n draft tokens verifies n tokens per sequence, and its K − 1 later draft passes run over k
+tokens per sequence each (SGLang's EAGLEWorker.draft_forward,
+sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:python/sglang/srt/speculative/eagle_worker.py).
 
 Each pass is priced by the roofline (core/latency.py). The time is affine in the contexts and KV
 bytes at a given token count, which the simulator uses (`StepTable`): a table over token counts
@@ -26,6 +29,7 @@ from infersize.core.deployment import SideNumbers
 from infersize.core.engines import Engine
 from infersize.core.latency import PassLoad, pass_seconds
 from infersize.core.memory import kv_cache_bytes
+from infersize.core.tree import CHAIN, Tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +43,13 @@ class StepBatch:
     prefill_attended: Num = 0.0  # Σ over those tokens of the tokens each attends to
     target_kv_bytes: Num = 0.0  # KV the target's attention reads (decodes and prefills)
     draft_kv_bytes: Num = 0.0  # KV the drafter's attention reads
+    tree: Tree = CHAIN  # what each decoding sequence drafts and verifies
+
+    @property
+    def verify_tokens(self) -> FloatArray:
+        """Tokens per decoding sequence in the target's pass: 1, 1 + K, or a tree's n."""
+        k = floats(self.draft_k)
+        return floats(np.where(k > 0, self.tree.verify_tokens(k), 1.0))
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ def decode_batch(
     batch: ArrayLike,
     context: ArrayLike,
     draft_k: ArrayLike,
+    tree: Tree = CHAIN,
 ) -> StepBatch:
     """`batch` sequences of `context` tokens each, all decoding: the step `spec` prices."""
     return StepBatch(
@@ -65,6 +77,7 @@ def decode_batch(
         decode_context=floats(floats(batch) * floats(context)),
         target_kv_bytes=kv_cache_bytes(target.kv, context, batch),
         draft_kv_bytes=0.0 if draft is None else kv_cache_bytes(draft.kv, context, batch),
+        tree=tree,
     )
 
 
@@ -72,12 +85,12 @@ def engine_step_seconds(
     target: SideNumbers, draft: SideNumbers | None, engine: Engine, batch: StepBatch
 ) -> StepSeconds:
     """Seconds of one engine step: the target's pass over every new token, then the drafter's."""
-    k = floats(batch.draft_k)
+    k, v = floats(batch.draft_k), batch.verify_tokens
     seqs, prefill = floats(batch.decode_seqs), floats(batch.prefill_tokens)
     verify = PassLoad(
-        tokens=floats(seqs * (1.0 + k) + prefill),
+        tokens=floats(seqs * v + prefill),
         kv_bytes=batch.target_kv_bytes,
-        attended=floats((1.0 + k) * floats(batch.decode_context) + floats(batch.prefill_attended)),
+        attended=floats(v * floats(batch.decode_context) + floats(batch.prefill_attended)),
     )
     t_target = pass_seconds(target.cost, engine, verify)
     if draft is None:
@@ -87,7 +100,12 @@ def engine_step_seconds(
         kv_bytes=batch.draft_kv_bytes,
         attended=floats(floats(batch.decode_context) + floats(batch.prefill_attended)),
     )
-    later = PassLoad(tokens=seqs, kv_bytes=batch.draft_kv_bytes, attended=batch.decode_context)
+    width = batch.tree.draft_width()
+    later = PassLoad(
+        tokens=floats(seqs * width),
+        kv_bytes=batch.draft_kv_bytes,
+        attended=floats(width * floats(batch.decode_context)),
+    )
     # the later passes draft for the decoding sequences only (none: no pass)
     sequential = np.where(floats(draft.parallel_draft) > 0, 0.0, np.maximum(k - 1.0, 0.0))
     passes_after_first = np.where(seqs > 0, sequential, 0.0)
@@ -115,6 +133,8 @@ class StepTable:
     draft_per_attended: float
     draft_passes_after_first: float  # K - 1, or 0 for Medusa; every pass scaled by gpu time
     draft_gpu_time: float
+    verify_tokens: int = 1  # tokens per decoding sequence in the target's pass (1 + K, a tree's n)
+    draft_width: int = 1  # tokens per decoding sequence in each later draft pass (a tree's k)
 
     def seconds(
         self,
@@ -126,11 +146,11 @@ class StepTable:
         draft_kv_bytes: float,
     ) -> float:
         """The step's seconds, as engine_step_seconds gives them (plain floats: one step)."""
-        k = self.draft_k
+        k, v = self.draft_k, self.verify_tokens
         target = (
-            self.target_by_tokens[decode_seqs * (1 + k) + prefill_tokens]
+            self.target_by_tokens[decode_seqs * v + prefill_tokens]
             + self.target_per_kv_byte * target_kv_bytes
-            + self.target_per_attended * ((1 + k) * decode_context + prefill_attended)
+            + self.target_per_attended * (v * decode_context + prefill_attended)
         )
         if k == 0 or self.draft_gpu_time == 0.0:
             return float(target)
@@ -142,7 +162,12 @@ class StepTable:
         )
         if decode_seqs == 0:  # the later passes draft for decoding sequences only
             return float(target + self.draft_gpu_time * first)
-        later = self.draft_by_tokens[decode_seqs] + kv + self.draft_per_attended * decode_context
+        width = self.draft_width
+        later = (
+            self.draft_by_tokens[decode_seqs * width]
+            + kv
+            + self.draft_per_attended * width * decode_context
+        )
         return float(target + self.draft_gpu_time * (first + self.draft_passes_after_first * later))
 
 
@@ -165,7 +190,12 @@ def _pass_table(
 
 
 def step_table(
-    target: SideNumbers, draft: SideNumbers | None, engine: Engine, draft_k: int, max_tokens: int
+    target: SideNumbers,
+    draft: SideNumbers | None,
+    engine: Engine,
+    draft_k: int,
+    max_tokens: int,
+    tree: Tree = CHAIN,
 ) -> StepTable:
     """The table of a deployment at K (`draft` None or K = 0: no speculation) for steps of up
     to `max_tokens` new target tokens."""
@@ -184,5 +214,6 @@ def step_table(
         draft_k=draft_k, target_by_tokens=t_tokens, draft_by_tokens=d_tokens,
         target_per_kv_byte=t_kv, target_per_attended=t_att, draft_per_kv_byte=d_kv,
         draft_per_attended=d_att, draft_passes_after_first=0.0 if parallel else draft_k - 1.0,
-        draft_gpu_time=float(draft.gpu_time),
+        draft_gpu_time=float(draft.gpu_time), verify_tokens=int(tree.verify_tokens(draft_k)),
+        draft_width=int(tree.draft_width()),
     )  # fmt: skip

@@ -27,7 +27,10 @@ from infersize.service.spec import run_spec
 from infersize.service.spec_result import SpecResult
 
 Row = dict[str, str]
-POOL_KINDS = ("kv_pool_gib", "vllm_kv_pool_tokens", "vllm_max_concurrency")
+VLLM_POOL_KINDS = ("kv_pool_gib", "vllm_kv_pool_tokens", "vllm_max_concurrency")
+SGLANG_POOL_KINDS = ("sglang_max_total_num_tokens",)  # "KV Cache is allocated. #tokens: N"
+TRTLLM_POOL_KINDS = ("trtllm_max_tokens",)  # "Allocated X GiB for max tokens in ... (N)"
+POOL_KINDS = VLLM_POOL_KINDS + SGLANG_POOL_KINDS + TRTLLM_POOL_KINDS
 SPLITS = ("fit", "check")
 POOL_ALPHA = 0.5  # vLLM's pool does not depend on α; `spec` needs one for a draft all the same
 # Theorem 3.8 rows give α, K and c = 1/γ only: with γ given, `spec` prices Leviathan's speedup
@@ -55,8 +58,10 @@ FIT_GROUPS = (
     FitGroup("plain", ("decode_tokens_per_s",), batch_one=False),
     FitGroup("vllm", ("decode_tokens_per_s",), batch_one=True),
     FitGroup("llama.cpp", ("decode_tokens_per_s",), batch_one=True),
-    FitGroup("vllm", POOL_KINDS, batch_one=False),
-    FitGroup("vllm-0.15", POOL_KINDS, batch_one=False),
+    FitGroup("vllm", VLLM_POOL_KINDS, batch_one=False),
+    FitGroup("vllm-0.15", VLLM_POOL_KINDS, batch_one=False),
+    FitGroup("sglang-0.4", SGLANG_POOL_KINDS, batch_one=False),
+    FitGroup("sglang", SGLANG_POOL_KINDS, batch_one=False),
 )
 
 
@@ -104,13 +109,32 @@ def _optional_int(text: str) -> int | None:
 
 
 def engine_settings(row: Row) -> EngineSettings:
-    """The engine preset of a row with the settings its log states."""
+    """The engine preset of a row with the settings its log states. The CSV names them as
+    vLLM does; for SGLang and TensorRT-LLM the same three columns hold their counterparts:
+    gpu_memory_utilization their memory fraction (mem_fraction_static,
+    kv_cache_free_gpu_memory_fraction), max_num_batched_tokens their tokens per step
+    (chunked_prefill_size, max_num_tokens), max_num_seqs their sequence limit
+    (max_running_requests, max_batch_size)."""
     utilization = row.get("gpu_memory_utilization")
+    fraction = float(utilization) if utilization else None
+    tokens = _optional_int(row.get("max_num_batched_tokens", ""))
+    seqs = _optional_int(row.get("max_num_seqs", ""))
+    rule = ENGINES[row["engine"]].memory_rule
+    if rule == "sglang":
+        return EngineSettings(
+            engine=row["engine"], mem_fraction_static=fraction, chunked_prefill_size=tokens,
+            max_running_requests=seqs,
+        )  # fmt: skip
+    if rule == "trtllm":
+        return EngineSettings(
+            engine=row["engine"], kv_cache_free_gpu_memory_fraction=fraction,
+            max_num_tokens=tokens, max_batch_size=seqs,
+        )  # fmt: skip
     return EngineSettings(
         engine=row["engine"],
-        gpu_memory_utilization=float(utilization) if utilization else None,
-        max_num_batched_tokens=_optional_int(row.get("max_num_batched_tokens", "")),
-        max_num_seqs=_optional_int(row.get("max_num_seqs", "")),
+        gpu_memory_utilization=fraction,
+        max_num_batched_tokens=tokens,
+        max_num_seqs=seqs,
         vllm_sampler=row.get("vllm_sampler") or None,
         vllm_entrypoint=row.get("vllm_entrypoint") or DEFAULTS.vllm_entrypoint,
     )
@@ -178,6 +202,10 @@ def _figure(kind: str, result: SpecResult) -> float | None:
         return result.kv_pool_tokens
     if kind == "vllm_max_concurrency":
         return result.max_concurrent_sequences
+    if kind in SGLANG_POOL_KINDS:
+        return result.max_total_num_tokens
+    if kind in TRTLLM_POOL_KINDS:
+        return result.max_tokens_in_paged_kv_cache
     if kind == "decode_tokens_per_s":
         return result.baseline_tokens_per_s
     return result.speedup  # leviathan_expected, speculative_speedup
@@ -260,7 +288,12 @@ def calibration_table(rows: list[Row]) -> str:
 
 
 def _describe(group: FitGroup) -> str:
-    figure = "decode tokens/s" if group.kinds == ("decode_tokens_per_s",) else "vLLM KV pool"
+    figures = {
+        ("decode_tokens_per_s",): "decode tokens/s",
+        VLLM_POOL_KINDS: "vLLM KV pool",
+        SGLANG_POOL_KINDS: "SGLang KV pool",
+    }
+    figure = figures[group.kinds]
     batch = ", batch 1" if group.batch_one else ""
     return f"`{group.engine}` {figure}{batch}"
 

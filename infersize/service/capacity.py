@@ -20,13 +20,16 @@ from functools import cached_property
 import numpy as np
 
 from infersize.catalog.store import Catalog
+from infersize.core.arrays import floats
 from infersize.core.meanfield import Lengths, mean_field, sustained_rate
 from infersize.core.metrics import ServingMetrics, give_up_rule, metrics, sla_breaches
+from infersize.core.profile import conditional_rates, iid_profile
 from infersize.core.replica import Load, Replica
 from infersize.core.replica import replica as serving_replica
 from infersize.core.simulate import simulate
 from infersize.core.sla import Sla
 from infersize.core.traffic import Arrival, replay, unit_gaps, verify_steps
+from infersize.core.tree import tree_rates
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.request import Prepared, SpecRequest, prepare
@@ -119,12 +122,17 @@ def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
 
 
 def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
-    """r_1..r_K: the profile asked (extended past its end), else α^i (i.i.d. acceptance)."""
+    """r_1..r_K: the profile asked (extended past its end), else α^i (i.i.d. acceptance); a
+    tree's share of steps accepting at least i drafts (core/tree.py)."""
     if draft_k == 0:
         return ()
     if prepared.rates is not None:
-        return tuple(float(r) for r in prepared.rates[:draft_k])
-    return tuple(float(prepared.alpha**i) for i in range(1, draft_k + 1))
+        profile = floats(prepared.rates[:draft_k])
+    else:
+        profile = iid_profile(prepared.alpha, draft_k)
+    if not prepared.tree.is_chain:
+        profile = tree_rates(conditional_rates(profile), prepared.tree, draft_k)
+    return tuple(float(r) for r in profile)
 
 
 ReplicaCache = dict[tuple[object, ...], Replica]
@@ -149,12 +157,12 @@ def make_arm(
     key = (
         dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id, dep.kv_dtype.id,
         None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id), prepared.engine,
-        draft_k,
+        draft_k, prepared.tree,
     )  # fmt: skip
     if replicas is not None and key in replicas:
         replica = replicas[key]
     else:
-        replica = serving_replica(dep.numbers, prepared.engine, draft_k)
+        replica = serving_replica(dep.numbers, prepared.engine, draft_k, prepared.tree)
         if replicas is not None:
             replicas[key] = replica
     if replica.kv_capacity_bytes <= 0 or replica.max_num_seqs < 1:

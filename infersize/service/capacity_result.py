@@ -260,13 +260,7 @@ def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> t
                 f"K = 1..{prepared.request.max_k}; the simulator chose among its two best and "
                 "K = 0, plain decoding)"
             )
-    base = arms[0]
-    notes.append(
-        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
-        f"{base.max_num_batched_tokens:,}, at most {base.max_num_seqs:,} sequences (the "
-        f"defaults of {VLLM_ENTRYPOINTS[dep.engine.entrypoint]} for this GPU unless set), "
-        "recompute preemption when the KV pool is full"
-    )
+    notes.append(_scheduling_note(prepared, arms))
     notes.append(
         "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "
         "chunks: with speculation a chunk carries every token a step accepts, so ITL > TPOT"
@@ -281,6 +275,35 @@ def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> t
             f"max_position_embeddings ({limit:,})"
         )
     return tuple(notes)
+
+
+def _scheduling_note(prepared: Prepared, arms: list[ArmResult]) -> str:
+    """How the arms were scheduled: vLLM V1's rules, within the engine's own limits."""
+    base, last = arms[0], arms[-1]
+    seqs = f"{base.max_num_seqs:,}"
+    if last.max_num_seqs != base.max_num_seqs:
+        seqs += f" ({last.max_num_seqs:,} when speculating)"
+    rule = prepared.engine.memory_rule
+    if rule == "sglang":
+        return (
+            f"scheduled as vLLM V1 schedules, within SGLang's limits: chunked_prefill_size "
+            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} running requests "
+            f"(SGLang's defaults unless set), schedule policy {prepared.engine.schedule_policy} "
+            "(arrival order), recompute preemption when the KV pool is full"
+        )
+    if rule == "trtllm":
+        return (
+            f"scheduled as vLLM V1 schedules, within TensorRT-LLM's limits: max_num_tokens "
+            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} sequences "
+            "(max_batch_size); its own scheduler admits a request only when its whole answer "
+            "fits and never preempts, where this one preempts when the pool is full"
+        )
+    return (
+        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
+        f"{base.max_num_batched_tokens:,}, at most {seqs} sequences (the defaults of "
+        f"{VLLM_ENTRYPOINTS[prepared.engine.entrypoint]} for this GPU unless set), recompute "
+        "preemption when the KV pool is full"
+    )
 
 
 def capacity_json(result: CapacityResult) -> dict[str, Any]:

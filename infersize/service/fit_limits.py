@@ -10,6 +10,7 @@ from infersize.catalog.store import Catalog
 from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory
 from infersize.core.limits import max_fitting_batch, max_fitting_context
+from infersize.core.tree import CHAIN, Tree
 from infersize.errors import InfersizeError
 from infersize.service.resolve import LEVELS, Deployment, DeploymentRequest, resolve_deployment
 
@@ -33,13 +34,16 @@ class Ask:
     context_length: int
     batch_size: int
     k: int  # draft length (0 without a draft)
+    tree: Tree = CHAIN
 
 
 def _fits(dep: Deployment, ask: Ask) -> bool:
     """Fits in memory on a GPU that can run its precisions."""
     if dep.support.level == "unsupported":
         return False
-    memory = deployment_memory(dep.numbers, dep.engine, ask.context_length, ask.batch_size, ask.k)
+    memory = deployment_memory(
+        dep.numbers, dep.engine, ask.context_length, ask.batch_size, ask.k, tree=ask.tree
+    )
     return bool(memory.fits)
 
 
@@ -104,10 +108,15 @@ def fit_limits(req: DeploymentRequest, dep: Deployment, catalog: Catalog, ask: A
     min_tp = next((tp for tp in tps if _fits_with(replace(req, tp=tp), catalog, engine, ask)), None)
     limits = FitLimits(
         max_fitting_context_length=max_fitting_context(
-            numbers, engine, ask.batch_size, ask.k, dep.target.model.max_position_embeddings
+            numbers,
+            engine,
+            ask.batch_size,
+            ask.k,
+            dep.target.model.max_position_embeddings,
+            tree=ask.tree,
         ),
         max_fitting_batch_size=max_fitting_batch(
-            numbers, engine, ask.context_length, ask.k, MAX_BATCH
+            numbers, engine, ask.context_length, ask.k, MAX_BATCH, tree=ask.tree
         ),
         min_fitting_tp=min_tp,
     )

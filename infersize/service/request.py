@@ -17,6 +17,7 @@ from infersize.core.limits import crossover_batch
 from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.core.speedup import SpeedupModel, get_speedup_model
+from infersize.core.tree import CHAIN, Tree, alpha_for_tree_length, most_tokens
 from infersize.defaults import DEFAULTS
 from infersize.errors import ValueRangeError
 from infersize.service.acceptance import PairAcceptance, resolve_alpha
@@ -37,6 +38,10 @@ class SpecRequest:
     max_k: int = DEFAULTS.max_k
     engine: EngineSettings = field(default_factory=EngineSettings)
     acceptance_rates: tuple[float, ...] | None = None  # per position, as vLLM logs them
+    # mean tokens per step at draft_k (and the tree), as engines log it: instead of α
+    acceptance_length: float | None = None
+    eagle_topk: int = DEFAULTS.eagle_topk  # 1: a chain of draft_k; more: a tree of that width
+    num_draft_tokens: int | None = None  # a tree's verified tokens, root included
 
 
 def _finite(name: str, value: float) -> None:
@@ -64,7 +69,15 @@ def validate_request(req: SpecRequest) -> None:
             )
         if problem := profile_problem(req.acceptance_rates):
             raise ValueRangeError("acceptance_rates", problem)
+    if req.acceptance_length is not None and (
+        req.acceptance_rate is not None or req.acceptance_rates is not None
+    ):
+        raise ValueRangeError(
+            "acceptance_length",
+            "cannot be given with {acceptance_rate} or {acceptance_rates}: one of the three",
+        )
     _at_least("draft_k", req.draft_k, 1)
+    _validate_tree(req)
     if req.max_k > MAX_K:
         raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
     if req.max_k < req.draft_k:
@@ -85,6 +98,34 @@ def validate_request(req: SpecRequest) -> None:
         _finite("price_usd_per_hour", price)
         if price < 0:
             raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
+
+
+MAX_TREE_TOKENS = 1024  # far past any tree an engine verifies
+MAX_TOPK = 64  # candidates per node; SGLang's trees use up to 10
+
+
+def _validate_tree(req: SpecRequest) -> None:
+    """A chain (eagle_topk 1) verifies draft_k + 1 tokens; a tree needs its verified tokens."""
+    _at_least("eagle_topk", req.eagle_topk, 1)
+    if req.eagle_topk > MAX_TOPK:
+        raise ValueRangeError("eagle_topk", f"must be at most {MAX_TOPK}, got {req.eagle_topk}")
+    n = req.num_draft_tokens
+    if req.eagle_topk == 1:
+        if n is not None and n != req.draft_k + 1:
+            raise ValueRangeError(
+                "num_draft_tokens",
+                f"must be {{draft_k}} + 1 = {req.draft_k + 1} for a chain ({{eagle_topk}} 1), "
+                f"got {n}: leave it out, or draft a tree",
+            )
+        return
+    if n is None:
+        raise ValueRangeError(
+            "num_draft_tokens",
+            f"is needed for a tree ({{eagle_topk}} {req.eagle_topk}): the tokens the target "
+            "verifies per sequence, the root included",
+        )
+    if not 2 <= n <= MAX_TREE_TOKENS:
+        raise ValueRangeError("num_draft_tokens", f"must be in 2..{MAX_TREE_TOKENS}, got {n}")
 
 
 CONTEXT_STRETCH = 8  # rope scaling (YaRN, linear) rarely stretches a model further
@@ -151,6 +192,7 @@ class Prepared:
     alpha: float
     acceptance: PairAcceptance | None  # where α came from, when the user gave none
     rates: FloatArray | None  # the per-position profile extended to max_k
+    tree: Tree = CHAIN
 
     @property
     def ks(self) -> np.ndarray:
@@ -170,6 +212,7 @@ class Prepared:
             ks=self.ks,
             latency_ratio=req.latency_ratio,
             rates=rates,
+            tree=self.tree,
         )
 
     def evaluate(self, batch: ArrayLike | None = None) -> Evaluation:
@@ -181,7 +224,7 @@ class Prepared:
         crossover = float(
             crossover_batch(
                 self.deployment.numbers, self.engine, self.model, req.context_length,
-                self.alpha, req.draft_k, req.latency_ratio, self.rates,
+                self.alpha, req.draft_k, req.latency_ratio, self.rates, self.tree,
             )
         )  # fmt: skip
         return None if math.isnan(crossover) else int(crossover)
@@ -195,13 +238,46 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     dep = resolve_deployment(req.deployment, catalog, engine)
     _check_context(req.context_length, dep)
     _check_draft_k(req.draft_k, dep)
+    tree = _tree(req, engine, model)
+    asked = req.acceptance_rate
+    if req.acceptance_length is not None:
+        asked = _alpha_from_length(req.acceptance_length, req.draft_k, tree)
     alpha, acceptance = (
-        resolve_alpha(req.acceptance_rate, dep, catalog)
-        if req.acceptance_rates is None
-        else (0.0, None)
+        resolve_alpha(asked, dep, catalog) if req.acceptance_rates is None else (0.0, None)
     )
     rates, alpha = _profile(req, model, alpha)
     return Prepared(
         request=req, deployment=dep, engine=engine, model=model, alpha=alpha,
-        acceptance=acceptance, rates=rates,
+        acceptance=acceptance, rates=rates, tree=tree,
     )  # fmt: skip
+
+
+def _tree(req: SpecRequest, engine: Engine, model: SpeedupModel) -> Tree:
+    """The request's draft shape; a tree only where the engine and the speedup model take one."""
+    if req.eagle_topk == 1:
+        return CHAIN
+    if not engine.drafts_trees:
+        raise ValueRangeError(
+            "eagle_topk",
+            f"above 1 drafts a tree, which engine {engine.name} does not: SGLang (sglang) and "
+            "TensorRT-LLM (trtllm) do",
+        )
+    if not model.reads_expected_tokens:
+        raise ValueRangeError(
+            "eagle_topk",
+            f"above 1 drafts a tree, which speedup model {model.name} cannot price: it takes one α",
+        )
+    return Tree(req.eagle_topk, req.num_draft_tokens)
+
+
+def _alpha_from_length(length: float, draft_k: int, tree: Tree) -> float:
+    """The i.i.d. α whose chain (or tree) at draft_k accepts `length` tokens per step."""
+    alpha = float(alpha_for_tree_length(length, tree, draft_k))
+    if math.isnan(alpha):
+        most = most_tokens(tree, draft_k)
+        raise ValueRangeError(
+            "acceptance_length",
+            f"must be in [1, {most:g}] at {{draft_k}} {draft_k} (1 + accepted drafts per "
+            f"step), got {length:g}",
+        )
+    return alpha

@@ -51,23 +51,42 @@ def _number(value: FloatArray | float) -> float | None:
 
 
 def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
-    pool = at_k.memory.pool
+    """The pool as the engine logs it, and the settings that sized it."""
+    pool, engine = at_k.memory.pool, dep.engine
     if pool is None:
         return {}
-    return {
-        "gpu_memory_utilization": dep.engine.gpu_memory_utilization,
-        "vllm_release": dep.engine.vllm_release,
+    common = {
+        "engine_release": engine.release,
         "kv_pool_bytes": int(pool.kv_pool),
         "kv_pool_tokens": int(pool.kv_pool_tokens),
         "max_concurrent_sequences": float(pool.max_concurrent_sequences),
         "activation_peak_bytes": int(pool.activation_peak),
         "non_torch_bytes": int(pool.non_torch),
+    }
+    tokens, seqs = int(dep.numbers.profile_tokens), int(dep.numbers.profile_seqs)
+    if engine.memory_rule == "sglang":
+        return common | {
+            "max_total_num_tokens": int(pool.kv_pool_tokens),
+            "mem_fraction_static": None if pool.mem_fraction is None else float(pool.mem_fraction),
+            "chunked_prefill_size": tokens,
+            "max_running_requests": None if pool.max_running is None else int(pool.max_running),
+        }
+    if engine.memory_rule == "trtllm":
+        return common | {
+            "max_tokens_in_paged_kv_cache": int(pool.kv_pool_tokens),
+            "kv_cache_free_gpu_memory_fraction": engine.free_gpu_memory_fraction,
+            "max_num_tokens": tokens,
+            "max_batch_size": seqs,
+        }
+    return common | {
+        "gpu_memory_utilization": engine.gpu_memory_utilization,
+        "vllm_release": engine.release,
         "cuda_graph_bytes": int(pool.cuda_graphs),
         "draft_profile_bytes": int(pool.draft_profile),
-        "vllm_entrypoint": dep.engine.entrypoint,
-        "max_num_batched_tokens": int(dep.numbers.profile_tokens),
-        "max_num_seqs": int(dep.numbers.profile_seqs),
-        "vllm_sampler": dep.engine.sampler,
+        "vllm_entrypoint": engine.entrypoint,
+        "max_num_batched_tokens": tokens,
+        "max_num_seqs": seqs,
+        "vllm_sampler": engine.sampler,
     }
 
 
@@ -119,7 +138,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     }
     if dep.draft is not None:
         speed = _speed_fields(prepared, ev, at_k, memory["fits"])
-    ask = Ask(req.context_length, req.batch_size, req.draft_k if dep.draft else 0)
+    ask = Ask(req.context_length, req.batch_size, req.draft_k if dep.draft else 0, prepared.tree)
     price = float(dep.numbers.price_usd_per_hour)
     result = SpecResult(
         **memory,
@@ -131,6 +150,8 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         acceptance_source=acceptance.source if acceptance else "given",
         acceptance_rates=req.acceptance_rates if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
+        eagle_topk=prepared.tree.topk if dep.draft else None,
+        num_draft_tokens=int(prepared.tree.verify_tokens(req.draft_k)) if dep.draft else None,
         speedup_model=model.name,
         method=None if dep.draft is None else method_of(dep.draft.model).name,
         **speed,
@@ -162,6 +183,13 @@ def _lead_notes(
         notes = (f"--method {req.deployment.method}: drafting with {picked}",)
     if req.acceptance_rates is not None:
         return (*_profile_notes(req.acceptance_rates, req.draft_k, result), *notes)
+    if req.acceptance_length is not None:
+        shape = "chain" if (result.eagle_topk or 1) == 1 else "tree"
+        why = (
+            f"α {alpha:.3f} is the i.i.d. rate at which this {shape} accepts "
+            f"{req.acceptance_length:g} tokens a step at K={req.draft_k} (--acceptance-length)"
+        )
+        return (why, *notes)
     if acceptance is not None:
         why = f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own"
         return (why, *notes)

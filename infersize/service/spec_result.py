@@ -63,19 +63,28 @@ class SpecResult:
     verdict: str  # safe, tight, OOM, or unsupported (a precision the GPU cannot run)
     support: str  # native, weight-only (dequantising kernels, priced) or unsupported
     support_reason: str | None  # why, unless native
+    engine_release: str | None = None  # pooled engines: the release whose rules sized the pool
     gpu_memory_utilization: float | None = None  # vllm: the pool's share of the device
     vllm_release: str | None = None  # vllm: the release whose rules sized the pool
-    kv_pool_bytes: int | None = None  # vllm: per GPU, "Available KV cache memory"
-    kv_pool_tokens: int | None = None  # vllm: "GPU KV cache size: N tokens"
+    kv_pool_bytes: int | None = None  # per GPU, target and draft (vllm: "Available KV cache")
+    kv_pool_tokens: int | None = None  # vllm: "GPU KV cache size: N tokens"; else as below
     max_concurrent_sequences: float | None = None  # vllm: "Maximum concurrency" at the context
-    activation_peak_bytes: int | None = None  # vllm: the profiling forward pass's peak
-    non_torch_bytes: int | None = None
+    activation_peak_bytes: int | None = None  # the profiling pass's peak (SGLang: a chunk's)
+    non_torch_bytes: int | None = None  # SGLang: not free when it measures (CUDA context)
     cuda_graph_bytes: int | None = None  # subtracted before the pool (vLLM 0.20+)
     draft_profile_bytes: int | None = None  # vllm: a separate draft model's profiling share
     vllm_entrypoint: str | None = None  # vllm: serve or offline, whose defaults it profiles
     max_num_batched_tokens: int | None = None  # vllm: the profiling pass's size
     max_num_seqs: int | None = None
     vllm_sampler: str | None = None  # vllm: the sampler its profiling pass ran
+    max_total_num_tokens: int | None = None  # sglang: "KV Cache is allocated. #tokens: N"
+    mem_fraction_static: float | None = None  # sglang: as applied (its default for the GPU)
+    chunked_prefill_size: int | None = None  # sglang: tokens per step
+    max_running_requests: int | None = None  # sglang: most sequences at once
+    max_tokens_in_paged_kv_cache: int | None = None  # trtllm: "... paged KV cache (N)"
+    kv_cache_free_gpu_memory_fraction: float | None = None  # trtllm
+    max_num_tokens: int | None = None  # trtllm: tokens per step and of its profiled prefill
+    max_batch_size: int | None = None  # trtllm: most sequences at once
     context_length: int
     batch_size: int
     kv_dtype: str
@@ -85,6 +94,8 @@ class SpecResult:
     # acceptance_rate is then the i.i.d. α with the same mean acceptance length at draft_k
     acceptance_rates: tuple[float, ...] | None = None
     draft_k: int | None
+    eagle_topk: int | None = None  # draft candidates per node: 1 a chain, more a tree
+    num_draft_tokens: int | None = None  # tokens verified per sequence (a chain: K + 1)
     speedup_model: str
     method: str | None = None  # speculative method (vLLM's name): draft, eagle3, mtp, ngram ...
     latency_ratio: float | None = None

@@ -102,15 +102,12 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     pooled = r.kv_pool_bytes is not None
     title = f"Memory ({label}{per_gpu})"
     if pooled:
-        title = (
-            f"Memory ({label} per GPU; vLLM {r.vllm_release} rules, "
-            f"{r.gpu_memory_utilization:g} of the device)"
-        )
+        title = f"Memory ({label} per GPU; {_rules(r)})"
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("")
     table.add_column("target", justify="right")
     table.add_column("draft", justify="right")
-    tokens = r.context_length + (r.draft_k or 0)
+    tokens = r.context_length + (r.num_draft_tokens or 1) - 1
 
     def cell(side: SideResult | None, value: int) -> str:
         return f"{value / scale:.2f}" if side else "-"
@@ -127,17 +124,12 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
         cell(dr, dr.kv_cache_bytes if dr else 0),
     )
     if pooled:
-        table.add_row(
-            f"activation peak (profiling {r.max_num_batched_tokens} tokens, "
-            f"{r.max_num_seqs} sequences)",
-            *one(r.activation_peak_bytes),
-        )
-        if r.draft_profile_bytes:
+        for name, value in _pool_rows(r):
+            table.add_row(name, *one(value))
+        if r.draft_profile_bytes:  # vLLM: a separate draft model's profiling pass
             table.add_row(
                 "draft's profiling pass (separate model)", "", cell(dr, r.draft_profile_bytes)
             )
-        table.add_row("non-torch memory", *one(r.non_torch_bytes))
-        table.add_row("CUDA graphs (estimated before the pool)", *one(r.cuda_graph_bytes))
     else:
         table.add_row(
             "workspace (logits, activations)",
@@ -151,14 +143,58 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
         _render_pool(console, r, units)
 
 
+def _rules(r: SpecResult) -> str:
+    """Whose rules sized the pool, and the share setting they applied."""
+    if r.max_total_num_tokens is not None:
+        return (
+            f"SGLang {r.engine_release} rules, mem_fraction_static {r.mem_fraction_static:g} "
+            "of the free memory"
+        )
+    if r.max_tokens_in_paged_kv_cache is not None:
+        return (
+            f"TensorRT-LLM {r.engine_release} rules, {r.kv_cache_free_gpu_memory_fraction:g} of "
+            "what its profiled prefill leaves"
+        )
+    return f"vLLM {r.vllm_release} rules, {r.gpu_memory_utilization:g} of the device"
+
+
+def _pool_rows(r: SpecResult) -> list[tuple[str, int | None]]:
+    """The non-KV parts an engine's pool is sized against."""
+    if r.max_total_num_tokens is not None:
+        return [
+            (f"activations (a chunk of {r.chunked_prefill_size} tokens)", r.activation_peak_bytes),
+            ("not free at start (CUDA context, NCCL)", r.non_torch_bytes),
+        ]
+    if r.max_tokens_in_paged_kv_cache is not None:
+        return [
+            (f"activation peak (profiling {r.max_num_tokens} tokens)", r.activation_peak_bytes),
+            ("outside torch (CUDA context, graphs, NCCL)", r.non_torch_bytes),
+        ]
+    return [
+        (
+            f"activation peak (profiling {r.max_num_batched_tokens} tokens, "
+            f"{r.max_num_seqs} sequences)",
+            r.activation_peak_bytes,
+        ),
+        ("non-torch memory", r.non_torch_bytes),
+        ("CUDA graphs (estimated before the pool)", r.cuda_graph_bytes),
+    ]
+
+
 def _render_pool(console: Console, r: SpecResult, units: str) -> None:
-    """The two lines vLLM logs at start-up, as it logs them."""
-    layers = "target and draft layers, one pool" if r.draft else "one pool"
-    _next(
-        console,
-        "GPU KV cache size",
-        f"{r.kv_pool_tokens:,} tokens ({_size(r.kv_pool_bytes or 0, units)} per GPU; {layers})",
-    )
+    """The pool's lines as the engine logs them at start-up."""
+    size = _size(r.kv_pool_bytes or 0, units)
+    if r.max_total_num_tokens is not None:
+        pools = "; the draft's pool holds as many" if r.draft else ""
+        _next(console, "KV Cache is allocated", f"#tokens: {r.max_total_num_tokens:,} ({size} "
+              f"per GPU{pools}); max_running_requests {r.max_running_requests}")  # fmt: skip
+    elif r.max_tokens_in_paged_kv_cache is not None:
+        _next(console, "Max tokens in KV cache", f"{r.max_tokens_in_paged_kv_cache:,} ({size} per "
+              f"GPU, target and draft); max_batch_size {r.max_batch_size}")  # fmt: skip
+    else:
+        layers = "target and draft layers, one pool" if r.draft else "one pool"
+        _next(console, "GPU KV cache size", f"{r.kv_pool_tokens:,} tokens ({size} per GPU; "
+              f"{layers})")  # fmt: skip
     _next(
         console,
         "Maximum concurrency",
@@ -178,7 +214,10 @@ def _render_speculation(console: Console, r: SpecResult) -> None:
         "Expected tokens/step",
         f"{r.expected_tokens_per_step:.2f} "
         + (
-            "(E = 1 + r1 + ... + rK, the mean acceptance length)"
+            f"(a tree of width {r.eagle_topk} verifying {r.num_draft_tokens} tokens: E = 1 + "
+            "the accepted share at each depth)"
+            if (r.eagle_topk or 1) > 1
+            else "(E = 1 + r1 + ... + rK, the mean acceptance length)"
             if r.acceptance_rates is not None
             else "(E = (1 − α^(K+1)) / (1 − α))"
         ),

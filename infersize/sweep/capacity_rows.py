@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from infersize.catalog.store import Catalog
-from infersize.core.engines import EngineSettings
 from infersize.core.meanfield import mean_field, sustained_rate
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
@@ -44,7 +43,7 @@ from infersize.service.capacity_result import (
 )
 from infersize.service.request import Prepared, SpecRequest
 from infersize.service.resolve import DeploymentRequest
-from infersize.sweep.settings import CapacityPlan, Setting, Workload
+from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 
 # The screen's error on the ratio of the two arms' capacities: its absolute capacities run a few
 # per cent high, but alike for both arms (benchmarks/meanfield_gap.py); a verdict that an error
@@ -90,7 +89,7 @@ def iter_cases(settings: tuple[Setting, ...], plan: CapacityPlan, scenarios: int
 
 
 def capacity_request(
-    case: Case, engine: EngineSettings, max_k: int, plan: CapacityPlan
+    case: Case, scoring: Scoring, max_k: int, plan: CapacityPlan
 ) -> CapacityRequest:
     """The `infersize capacity --draft-k auto` request a row answers (K over the sweep's)."""
     s, w = case.setting, case.workload
@@ -100,10 +99,12 @@ def capacity_request(
         price_usd_per_hour=s.price_usd_per_hour, allow_cross_tokenizer=True,
     )  # fmt: skip
     longest = max(i + o for i, o in zip(w.input_tokens, w.output_tokens, strict=True))
+    tree = scoring.eagle_topk > 1
     spec = SpecRequest(
-        deployment=deployment, engine=engine, max_k=max_k, context_length=longest,
+        deployment=deployment, engine=scoring.engine, max_k=max_k, context_length=longest,
         acceptance_rate=None if s.profile else s.alphas[case.scenario],
-        acceptance_rates=s.profile,
+        acceptance_rates=s.profile, eagle_topk=scoring.eagle_topk,
+        num_draft_tokens=scoring.num_draft_tokens if tree else None,
     )  # fmt: skip
     traffic = Traffic(
         input_tokens=w.input_tokens, output_tokens=w.output_tokens, lengths_file=w.lengths_file,

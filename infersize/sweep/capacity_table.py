@@ -57,7 +57,7 @@ def chunk_answers(
     all simulated: a screened case that a simulated leader falls behind is simulated next."""
     catalog = load_catalog(tuple(scoring.catalog_files))
     cases = list(iter_cases(settings, plan, scenarios))
-    requests = [capacity_request(c, scoring.engine, max(ks), plan) for c in cases]
+    requests = [capacity_request(c, scoring, max(ks), plan) for c in cases]
     cache = RowCache()
     answers = [_screened(c, r, catalog, cache) for c, r in zip(cases, requests, strict=True)]
     groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)

@@ -23,7 +23,7 @@ from pydantic import (
 
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
-from infersize.core.engines import ENGINES, VLLM_ENTRYPOINTS
+from infersize.core.engines import ENGINE_SETTINGS, ENGINES, VLLM_ENTRYPOINTS
 from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
@@ -161,6 +161,16 @@ class SweepConfig(_Strict):
     max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 24)
     vllm_sampler: Literal["triton", "pytorch", "flashinfer"] | None = None
     vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # serve or offline (vllm engines)
+    mem_fraction_static: float | None = Field(default=None, gt=0, le=1)  # sglang engines
+    chunked_prefill_size: int | None = Field(default=None, ge=1, le=1 << 24)
+    max_running_requests: int | None = Field(default=None, ge=1, le=1 << 24)
+    kv_cache_free_gpu_memory_fraction: float | None = Field(default=None, gt=0, le=1)  # trtllm
+    max_num_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
+    max_batch_size: int | None = Field(default=None, ge=1, le=1 << 24)
+    # a draft tree (sglang, trtllm): candidates per node and the tokens verified, root included;
+    # draft_k is then the tree's depth
+    eagle_topk: int = Field(default=DEFAULTS.eagle_topk, ge=1, le=64)
+    num_draft_tokens: int | None = Field(default=None, ge=2, le=1024)
     memory_headroom: float = Field(default=0.0, ge=0, lt=1)
     allow_cross_tokenizer: bool = False
     max_cells: int = Field(default=100_000_000, ge=1)
@@ -218,6 +228,33 @@ class SweepConfig(_Strict):
     @classmethod
     def _known_entrypoint(cls, name: str) -> str:
         return _registered(name, VLLM_ENTRYPOINTS, "vllm_entrypoint")
+
+    @model_validator(mode="after")
+    def _settings_of_the_engine(self) -> SweepConfig:
+        """SGLang's and TensorRT-LLM's settings only for their engines; a tree only where the
+        engine drafts one, with its verified tokens."""
+        rule = ENGINES[self.engine].memory_rule
+        for owner, names in ENGINE_SETTINGS.items():
+            for name in names:
+                if getattr(self, name) is not None and owner != rule:
+                    raise ValueError(
+                        f"{name} is a setting of {owner}: it does not apply to engine {self.engine}"
+                    )
+        if self.eagle_topk == 1:
+            if self.num_draft_tokens is not None:
+                raise ValueError("num_draft_tokens is for a tree (eagle_topk above 1): a chain "
+                                 "verifies draft_k + 1 tokens")  # fmt: skip
+            return self
+        if not ENGINES[self.engine].drafts_trees:
+            raise ValueError(f"eagle_topk above 1 drafts a tree, which engine {self.engine} "
+                             "does not: SGLang (sglang) and TensorRT-LLM (trtllm) do")  # fmt: skip
+        if self.num_draft_tokens is None:
+            raise ValueError("a tree (eagle_topk above 1) needs num_draft_tokens: the tokens the "
+                             "target verifies per sequence, the root included")  # fmt: skip
+        if not SPEEDUP_MODELS[self.speedup_model].reads_expected_tokens:
+            raise ValueError(f"a tree (eagle_topk above 1) cannot be priced by speedup model "
+                             f"{self.speedup_model}, which takes one α")  # fmt: skip
+        return self
 
     @model_validator(mode="after")
     def _pairs_or_lists(self) -> SweepConfig:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from itertools import product
 from pathlib import Path
@@ -262,16 +262,12 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     scoring = Scoring(
         speedup_model=cfg.speedup_model,
         engine=EngineSettings(
-            engine=cfg.engine,
-            gpu_memory_utilization=cfg.gpu_memory_utilization,
-            overhead_gib=cfg.overhead_gib,
-            max_num_batched_tokens=cfg.max_num_batched_tokens,
-            max_num_seqs=cfg.max_num_seqs,
-            vllm_sampler=cfg.vllm_sampler,
-            vllm_entrypoint=cfg.vllm_entrypoint,
+            **{f.name: getattr(cfg, f.name) for f in fields(EngineSettings)},  # same names
         ),
         memory_headroom=cfg.memory_headroom,
         catalog_files=tuple(catalog_files),
+        eagle_topk=cfg.eagle_topk,
+        num_draft_tokens=cfg.num_draft_tokens,
     )
     scenarios = len(pairs[0].alphas)
     plan = Plan(

@@ -17,6 +17,7 @@ from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile
 from infersize.core.speedup import get_speedup_model
+from infersize.core.tree import CHAIN, Tree
 from infersize.service.resolve import resolve_side
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 
@@ -148,6 +149,11 @@ def _columns(best: Point, dep: DeploymentNumbers) -> dict[str, FloatArray]:
     }
 
 
+def _tree(how: Scoring) -> Tree:
+    """The sweep's draft shape: chains, or trees of the width and verified tokens it names."""
+    return CHAIN if how.eagle_topk == 1 else Tree(how.eagle_topk, how.num_draft_tokens)
+
+
 def score(task: ChunkTask) -> Scored:
     how = task.scoring
     catalog = load_catalog(tuple(task.scoring.catalog_files))
@@ -162,6 +168,7 @@ def score(task: ChunkTask) -> Scored:
         ks=np.asarray(task.ks),
         headroom=how.memory_headroom,
         rates=rates,
+        tree=_tree(how),
     )
     model = get_speedup_model(how.speedup_model)
     ev = evaluate(dep, engine, model, work)
@@ -182,7 +189,7 @@ def score(task: ChunkTask) -> Scored:
         row_rates = None if rates is None else rates[s, 0, 0, a]
         return crossover_batch(
             select(dep, s), engine, model, context.ravel()[c], alpha[s, 0, 0, a], k[picked],
-            rates=row_rates,
+            rates=row_rates, tree=work.tree,
         )  # fmt: skip
 
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}

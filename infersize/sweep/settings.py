@@ -43,6 +43,8 @@ class Scoring:
     engine: EngineSettings = field(default_factory=EngineSettings)
     memory_headroom: float = 0.0
     catalog_files: tuple[str, ...] = ()
+    eagle_topk: int = DEFAULTS.eagle_topk  # 1: chains of K; more: trees of depth K
+    num_draft_tokens: int | None = None  # a tree's verified tokens, the root included
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,139 @@
+"""SGLang's KV pools: how many tokens it allocates, and its scheduler's defaults.
+
+Rules read from SGLang's source (sgl-project/sglang; `@0.5.6` is release 0.5.6.post2,
+5c8bd8b51b53b9b39eb1edec582ee43b21002106; `@0.4.0` is f8b0326934bacb7a7d4eba68fb6eddebaa6ff751):
+
+  max_total_num_tokens = ⌊(M_start · mem_fraction_static − W) / cell⌋
+    M_start  the free memory SGLang measures once the CUDA context and NCCL are up, before any
+             weights (ModelRunner.init_torch_distributed, min over ranks): the device less
+             engine.overhead_gib (more under tensor parallel)
+    W        the target's weights on the GPU (what loading them took from the free memory)
+    cell     KV bytes per token per GPU of every target layer (profile_max_num_token)
+  (python/sglang/srt/model_executor/model_runner.py @0.5.6, ModelRunner.profile_max_num_token:
+  rest_memory = available_gpu_memory − total_gpu_memory · (1 − mem_fraction_static))
+
+mem_fraction_static budgets the weights and the pool only: activations, CUDA graphs, the draft's
+weights and the draft's own pool come out of the rest. Nothing is profiled. With EAGLE, EAGLE-3,
+MTP (NEXTN) or a draft model (STANDALONE) the draft keeps a pool of the same token count over
+its own layers, and from 0.4.3.post3 to 0.5.6 both pools grow by the slots one step's drafts
+write: R · d · k + R · n + 100 tokens, R the running requests (ModelRunner.init_memory_pool
+@0.5.6, draft_runner_cache_size). N-gram lookup keeps no pool.
+
+Defaults when the user sets none (python/sglang/srt/server_args.py):
+  mem_fraction_static  0.4.x (`tp` rule, ServerArgs.__post_init__ @0.4.0): 0.88 at TP 1, 0.87
+      at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16. 0.5.3+ (`reserve` rule,
+      ServerArgs._handle_gpu_memory_settings @0.5.6): reserved = 512 + 1.5 · max(chunked
+      prefill, 2048) + 2 · cuda_graph_max_bs + 1024 · TP / 8 MiB, at least 10 GiB on GPUs over
+      60 GiB, + 2 GiB for EAGLE-family heads, + 6 GiB for a draft model; round((G − reserved)
+      / G, 3) with G the GPU's memory in MiB.
+  chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160, else 16384 (@0.5.6);
+      2048 below 25,000 MiB, else 8192 (@0.4.0).
+  cuda_graph_max_bs (the 0.5.3+ reserve reads it) 8 below 20 GiB; 24 (80 from TP 4) below 35;
+      32 (160) below 60; 256 (512) below 160; else 512.
+  max_running_requests min(⌊pool / 2⌋, the request slots min(max(⌊pool · 512 / context⌋,
+      2048), 4096)) (TpModelWorker.__init__, ModelRunner.init_memory_pool @0.5.6); 48 when
+      speculating (ServerArgs._handle_speculative_decoding, from 0.4.4.post4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import FloatArray, floats
+from infersize.core.engines import Engine
+
+MIB = 2.0**20
+GIB = 2.0**30
+SPECULATIVE_RUNNING_REQUESTS = 48.0
+HEAD_RESERVE_MIB = 2 * 1024.0  # EAGLE, EAGLE-3, NEXTN (MTP) heads
+DRAFT_MODEL_RESERVE_MIB = 6 * 1024.0  # STANDALONE: a separate draft model
+TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))  # @0.4.0, by TP
+
+
+def default_chunked_prefill(engine: Engine, memory_bytes: ArrayLike) -> FloatArray:
+    """chunked_prefill_size when the user sets none, by the GPU's memory."""
+    if engine.chunked_prefill_size is not None:
+        return floats(engine.chunked_prefill_size)
+    gib = floats(memory_bytes) / GIB
+    if engine.mem_fraction_rule == "tp":
+        return floats(np.where(gib * 1024 < 25_000, 2048.0, 8192.0))
+    return floats(
+        np.where(gib < 35, 2048.0, np.where(gib < 60, 4096.0, np.where(gib < 160, 8192.0, 16384.0)))
+    )
+
+
+def cuda_graph_max_bs(memory_bytes: ArrayLike, tp: ArrayLike) -> FloatArray:
+    """The largest batch SGLang captures CUDA graphs for (@0.5.6), by memory and TP."""
+    gib, wide = floats(memory_bytes) / GIB, floats(tp) >= 4
+    return floats(
+        np.where(
+            gib < 20, 8.0,
+            np.where(gib < 35, np.where(wide, 80.0, 24.0),
+                     np.where(gib < 60, np.where(wide, 160.0, 32.0),
+                              np.where(gib < 160, np.where(wide, 512.0, 256.0), 512.0))),
+        )
+    )  # fmt: skip
+
+
+def default_mem_fraction(
+    engine: Engine,
+    memory_bytes: ArrayLike,
+    tp: ArrayLike,
+    chunked_prefill: ArrayLike,
+    drafter_reserve_mib: ArrayLike,
+) -> FloatArray:
+    """mem_fraction_static when the user sets none, by the preset's release rule."""
+    if engine.mem_fraction_static is not None:
+        return floats(engine.mem_fraction_static)
+    ranks = floats(tp)
+    if engine.mem_fraction_rule == "tp":
+        table = floats(TP_TABLE[-1][1])
+        for at_least, fraction in reversed(TP_TABLE[:-1]):
+            table = floats(np.where(ranks >= at_least, fraction, table))
+        return table
+    mib = floats(memory_bytes) / MIB
+    reserved = (
+        512.0 + 1.5 * np.maximum(floats(chunked_prefill), 2048.0)
+        + 2.0 * cuda_graph_max_bs(memory_bytes, tp) + 1024.0 * ranks / 8.0
+    )  # fmt: skip
+    reserved = np.where(mib > 60 * 1024, np.maximum(reserved, 10 * 1024.0), reserved)
+    reserved = reserved + floats(drafter_reserve_mib)
+    return floats(np.round((mib - reserved) / mib, 3))
+
+
+def drafter_reserve_mib(has_drafter: ArrayLike, is_head: ArrayLike) -> FloatArray:
+    """What the 0.5.3+ default holds back for speculation: 2 GiB for a head, 6 for a model."""
+    return floats(
+        np.where(floats(has_drafter) > 0,
+                 np.where(floats(is_head) > 0, HEAD_RESERVE_MIB, DRAFT_MODEL_RESERVE_MIB), 0.0)
+    )  # fmt: skip
+
+
+def profiled_tokens(
+    free_at_start: ArrayLike, mem_fraction: ArrayLike, weights: ArrayLike, cell: ArrayLike
+) -> FloatArray:
+    """⌊(M_start · mem_fraction_static − W) / cell⌋, never below 0."""
+    rest = floats(free_at_start) * floats(mem_fraction) - floats(weights)
+    return floats(np.maximum(np.floor(rest / np.maximum(floats(cell), 1e-9)), 0.0))
+
+
+def running_requests(
+    engine: Engine, pool_tokens: ArrayLike, context_window: ArrayLike, speculating: ArrayLike
+) -> FloatArray:
+    """max_running_requests: the user's, else 48 when speculating, else min(pool / 2, the
+    request slots)."""
+    if engine.max_running_requests is not None:
+        return floats(engine.max_running_requests)
+    pool = floats(pool_tokens)
+    slots = np.clip(np.floor(pool * 512.0 / np.maximum(floats(context_window), 1.0)), 2048, 4096)
+    plain = np.minimum(np.floor(pool / 2.0), slots)
+    return floats(np.where(floats(speculating) > 0, SPECULATIVE_RUNNING_REQUESTS, plain))
+
+
+def speculative_headroom(
+    running: ArrayLike, depth: ArrayLike, topk: ArrayLike, verify_tokens: ArrayLike
+) -> FloatArray:
+    """Tokens both pools grow by (0.4.3.post3 to 0.5.6): R · d · k + R · n + 100."""
+    r = floats(running)
+    return floats(r * floats(depth) * floats(topk) + r * floats(verify_tokens) + 100.0)
