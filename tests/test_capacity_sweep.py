@@ -209,7 +209,13 @@ def test_fewest_gpus_per_gpu_type_for_any_rate(fleet, table, runner):
 
 def test_the_tables_are_the_same_bytes_with_two_workers(fleet, tmp_path):
     _path, out, plan = fleet
-    assert len(plan.chunks) == 2  # one per (GPU, target) group: both workers get work
+    # one per (GPU, target) group, workload and SLA, the first of a group scoring its cells
+    assert [(c.capacity, c.decode) for c in plan.chunks] == [
+        ((0, 0), True),
+        ((0, 1), False),
+        ((0, 0), True),
+        ((0, 1), False),
+    ]
     run_sweep(plan, tmp_path / "jobs2", RunOptions(jobs=2))
     for name in TABLES:
         for kind in ("parquet", "csv"):

@@ -157,7 +157,10 @@ def _run(
         formats=tuple(config.output.formats),
         command_line=shlex.join(["infersize", *sys.argv[1:]]),
     )
-    with _progress(err, len(plan.chunks), plan.total_cells) as advance:
+    what = f"{plan.total_cells:,} cells" + (
+        f" and {plan.capacity_rows:,} capacity rows" if plan.capacity is not None else ""
+    )
+    with _progress(err, len(plan.chunks), what) as advance:
         manifest = run_sweep(plan, out_dir, options, on_chunk=advance)
     if not quiet:
         _summary(err, manifest, out_dir)
@@ -269,7 +272,7 @@ def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
 
 
 @contextmanager
-def _progress(err: Console, n_chunks: int, n_cells: int) -> Iterator[Callable[[ChunkDone], None]]:
+def _progress(err: Console, n_chunks: int, what: str) -> Iterator[Callable[[ChunkDone], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     if not err.is_terminal or err.quiet:  # logs and pipes get the summary only
@@ -283,5 +286,5 @@ def _progress(err: Console, n_chunks: int, n_cells: int) -> Iterator[Callable[[C
         console=err,
         transient=True,
     ) as progress:
-        task = progress.add_task(f"scoring {n_cells:,} cells", total=n_chunks)
+        task = progress.add_task(f"scoring {what}", total=n_chunks)
         yield lambda _done: progress.advance(task)

@@ -1,6 +1,7 @@
 """capacity.parquet/.csv: a chunk's rows (sweep/capacity_rows.py says how each is answered), in
-the order of its settings, then workload, SLA, α scenario and target rate; and which tables a
-sweep writes (the capacity table only where the sweep has capacity axes)."""
+the order of its settings, then α scenario and target rate (a chunk holds one (GPU, target)
+group under one workload and SLA, so the table runs group by group, then by workload and SLA);
+and which tables a sweep writes (the capacity table only where the sweep has capacity axes)."""
 
 from __future__ import annotations
 
@@ -141,8 +142,9 @@ def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def capacity_table(task: ChunkTask, scored: Scored) -> pa.Table:
-    """The capacity rows of the chunk's settings (the decode cells play no part)."""
+def capacity_table(task: ChunkTask, scored: Scored | None) -> pa.Table:
+    """The capacity rows of the chunk's settings under its workload and SLA (the decode cells
+    play no part)."""
     if task.capacity is None:
         return rows_table([])
     settings, scenarios, ks = task.settings, task.scenarios, task.ks

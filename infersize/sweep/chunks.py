@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -30,6 +30,7 @@ from infersize.sweep.tree import Dir
 
 if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
     from infersize.sweep.plan import Plan
+    from infersize.sweep.settings import CapacityPlan, Chunk
 
 
 class RunAbandonedError(InfersizeError):
@@ -113,16 +114,16 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     """Worker entry point: score a chunk, write its parts, then its done-marker (last)."""
     pa.set_cpu_count(1)  # one worker per core: no nested thread pools
     start = time.perf_counter()
-    scored = score(task)
+    scored = score(task) if task.decode else None
     with_capacity = task.capacity is not None
     tables = {name: t.build(task, scored) for name, t in output_tables(with_capacity).items()}
     for table_name, table in tables.items():
         _write_table(table, where, ("parts", table_name), part_name(task.index))
-    if task.with_cells:
+    if task.with_cells and scored is not None:
         for gpu, table in cells_tables(task, scored).items():
             folders = ("gen", "cells", f"gpu={gpu}")
             _write_table(table, where, folders, f"part-{task.index:06d}.parquet")
-    n_cells = scored.setting.size * len(task.ks)
+    n_cells = 0 if scored is None else scored.setting.size * len(task.ks)
     done = ChunkDone(
         task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
     )
@@ -144,10 +145,22 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
             scoring=plan.scoring,
             best_top_n=best_top_n,
             with_cells=with_cells,
-            capacity=plan.capacity,
+            decode=chunk.decode,
+            capacity=_capacity_part(plan, chunk),
         )
         for chunk in plan.chunks
     ]
+
+
+def _capacity_part(plan: Plan, chunk: Chunk) -> CapacityPlan | None:
+    """The plan's capacity axes narrowed to the workload and SLA the chunk answers."""
+    if plan.capacity is None or chunk.capacity is None:
+        return None
+    workload, sla = chunk.capacity
+    return replace(
+        plan.capacity, workloads=(plan.capacity.workloads[workload],),
+        slas=(plan.capacity.slas[sla],),
+    )  # fmt: skip
 
 
 def finished_chunks(generation: Generation, tables: Iterable[str], with_cells: bool) -> set[int]:

@@ -327,12 +327,21 @@ def _split_group(
 def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
     """Whole (gpu, target) groups packed up to `chunk_cells`; a larger group is split into blocks
     of contexts (or of batches within one context). With capacity axes every group is a chunk of
-    its own, whole: its capacity rows, which the simulator spends most on, weigh far more than
-    its cells, and the leaders it simulates are chosen among all of the group's rows."""
+    its own per workload and SLA, whole: its capacity rows, which the simulator spends most on,
+    weigh far more than its cells, and the leaders it simulates are chosen among all of the
+    group's rows under that workload and SLA; the first of them also scores the group's cells."""
     n_c, n_b = len(plan.contexts), len(plan.batches)
     if plan.capacity is not None:
-        groups = enumerate(_groups(plan.settings))
-        return tuple(Chunk(i, group, (0, n_c), (0, n_b)) for i, group in groups)
+        capacity = plan.capacity
+        parts = [(w, s) for w in range(len(capacity.workloads)) for s in range(len(capacity.slas))]
+        chunks: list[Chunk] = []
+        for group in _groups(plan.settings):
+            for part in parts:
+                chunks.append(Chunk(
+                    index=len(chunks), settings=group, contexts=(0, n_c), batches=(0, n_b),
+                    decode=part == parts[0], capacity=part,
+                ))  # fmt: skip
+        return tuple(chunks)
     per_cb = plan.scenarios * len(plan.ks)  # cells of one setting at one (context, batch)
     blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []
     pack_start, pack_cells = None, 0
@@ -348,4 +357,7 @@ def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
         pack_cells += g_cells
     if pack_start is not None:
         blocks.append(((pack_start, len(plan.settings)), (0, n_c), (0, n_b)))
-    return tuple(Chunk(i, *block) for i, block in enumerate(blocks))
+    return tuple(
+        Chunk(index=i, settings=block[0], contexts=block[1], batches=block[2])
+        for i, block in enumerate(blocks)
+    )

@@ -37,7 +37,9 @@ class ChunkTask:
     scoring: Scoring
     best_top_n: int
     with_cells: bool
-    capacity: CapacityPlan | None = None  # the capacity table's axes: the chunk answers its rows
+    decode: bool = True  # scores its decode cells (else its decode tables are empty)
+    # the capacity table's axes, narrowed to the workload and SLA whose rows the chunk answers
+    capacity: CapacityPlan | None = None
 
 
 @dataclass(kw_only=True)

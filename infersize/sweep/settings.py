@@ -27,12 +27,14 @@ class Setting:
     profile: tuple[float, ...] | None = None  # per-position acceptance replacing the i.i.d. α
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Chunk:
     index: int
     settings: tuple[int, int]  # [start, end) into Plan.settings
     contexts: tuple[int, int]  # [start, end) into Plan.contexts
     batches: tuple[int, int]
+    decode: bool = True  # scores its decode cells (a capacity sweep's group does so once)
+    capacity: tuple[int, int] | None = None  # (workload, SLA) whose capacity rows it answers
 
 
 @dataclass(frozen=True, kw_only=True)

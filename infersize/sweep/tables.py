@@ -255,12 +255,23 @@ class OutputTable:
 
     name: str
     description: str
-    build: Callable[[ChunkTask, Scored], pa.Table]
+    build: Callable[[ChunkTask, Scored | None], pa.Table]  # None: the chunk scored no cells
     columns: tuple[Column, ...]  # in order: the data dictionary's entries
     merge: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None  # beyond concatenating parts
 
 
 OUTPUT_TABLES: dict[str, OutputTable] = {}
+
+
+def from_scores(
+    build: Callable[[ChunkTask, Scored], pa.Table], columns: tuple[Column, ...]
+) -> Callable[[ChunkTask, Scored | None], pa.Table]:
+    """A decode table's builder: no rows for a chunk that scored no cells."""
+
+    def built(task: ChunkTask, scored: Scored | None) -> pa.Table:
+        return arrow_schema(columns).empty_table() if scored is None else build(task, scored)
+
+    return built
 
 
 def register_table(table: OutputTable) -> OutputTable:
@@ -275,7 +286,7 @@ register_table(
         "scenario): the "
         "drafts and draft precisions, each at its best fitting K, that are Pareto-optimal in "
         "(combined memory ↓, speedup ↑)",
-        build=frontier_table,
+        build=from_scores(frontier_table, table_columns(with_rank=False)),
         columns=table_columns(with_rank=False),
     )
 )
@@ -285,7 +296,7 @@ register_table(
         description="per (GPU, target, context, batch, α scenario): the top options that beat "
         "plain "
         "decoding, ranked by speculative tokens/s per GPU",
-        build=best_table,
+        build=from_scores(best_table, table_columns(with_rank=True)),
         columns=table_columns(with_rank=True),
     )
 )
@@ -294,7 +305,7 @@ register_table(
         name="coverage",
         description="per (GPU, target) swept: rows scored and fitting, and what came closest to "
         "fitting",
-        build=coverage_table,
+        build=from_scores(coverage_table, COVERAGE_COLUMNS),
         columns=COVERAGE_COLUMNS,
         merge=merge_coverage,
     )
