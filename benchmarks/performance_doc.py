@@ -42,6 +42,8 @@ def commands(repeat: int) -> list[str]:
         f"python benchmarks/sweep_bench.py --repeat {repeat}",
         f"python benchmarks/two_cores.py {repeat}",
         "infersize bench",
+        f"python benchmarks/capacity_bench.py --repeat {repeat}",
+        "python benchmarks/capacity_sweep_bench.py",
     ]
 
 
@@ -73,6 +75,13 @@ FIGURES = [
     ("`--jobs 2` over `--jobs 1` at ~100 M cells, throughput", r"--jobs 2 over --jobs 1 at "
      r"[\d,]+ cells: ([\d.]+x)", "{}"),
     ("`infersize bench`: a sweep end to end", r"= ([\d,]+) cells/s\n", "{} cells/s"),
+    ("`infersize capacity` with an SLA and a target rate (2,000 requests each arm), one core",
+     r"\| `infersize capacity` \(README example, K 2\), one core \| ([\d.]+ s) \|", "{}"),
+    ("a capacity sweep of ≥ 10,000 rows, `--jobs 2` (share simulated)",
+     r"capacity rows: ([\d,]+) \([\d,]+ answered by the simulator, (\d+%)\).*?\n--jobs 2: "
+     r"([\d.]+ s)", "{2}: {0} rows, {1} simulated"),
+    ("capacity sweep, `--jobs 2` over two `--jobs 1` runs at once, throughput",
+     r"over two --jobs 1 runs, throughput: ([\d.]+x)", "{}"),
 ]  # fmt: skip
 
 
@@ -81,7 +90,7 @@ def summary(runs: list[Run]) -> str:
     lines = ["| what | figure |", "| --- | --- |"]
     for what, pattern, form in FIGURES:
         found = re.search(pattern, text)
-        lines.append(f"| {what} | {form.format(found.group(1)) if found else '—'} |")
+        lines.append(f"| {what} | {form.format(*found.groups()) if found else '—'} |")
     return "\n".join(lines) + "\n"
 
 

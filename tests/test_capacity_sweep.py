@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -237,6 +238,26 @@ def test_the_tables_are_the_same_bytes_on_a_dask_cluster(fleet, tmp_path, runner
     for name in TABLES:
         file = f"{name}.parquet"
         assert (tmp_path / "dask" / file).read_bytes() == (out / file).read_bytes(), file
+
+
+def test_the_run_summary_counts_capacity_rows_not_cells_per_second(fleet, tmp_path, runner):
+    """A capacity sweep's time goes to its simulations, so the summary counts its rows and the
+    simulated share instead of a cells/s figure (the manifest holds the same counts)."""
+    path, out, _plan = fleet
+    result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((out / "manifest.json").read_text())["capacity"]
+    lines = result.output.splitlines()
+    assert re.fullmatch(
+        rf"\d+ cells and {figures['rows']} capacity rows in [\d.]+ s; frontier \d+ rows, "
+        r"best_pairs \d+ rows",
+        lines[0],
+    ), lines[0]
+    assert lines[1].startswith(
+        f"capacity: {figures['simulated_rows']} of {figures['rows']} rows answered by the "
+        "simulator; fewest GPUs for a load: infersize best "
+    ), lines[1]
+    assert "cells/s" not in result.output
 
 
 # Each bad workload or SLA entry: the sweep file, the line and the key of the mistake.

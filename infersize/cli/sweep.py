@@ -175,18 +175,23 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
     from infersize.show.terminal import console, render_table
     from infersize.sweep.best import Filters, best_pairs
 
+    seconds, capacity = manifest["seconds"]["total"], manifest.get("capacity")
+    # a capacity sweep's time goes to its simulations: cells/s would say nothing
+    work = (
+        f"{manifest['cells']:,} cells in {seconds:.2f} s ({manifest['cells_per_s']:,} cells/s)"
+        if capacity is None
+        else f"{manifest['cells']:,} cells and {capacity['rows']:,} capacity rows in "
+        f"{seconds:.2f} s"
+    )
     err.print(
-        f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
-        f"({manifest['cells_per_s']:,} cells/s); frontier "
-        f"{manifest['rows']['frontier']:,} rows, best_pairs "
+        f"{work}; frontier {manifest['rows']['frontier']:,} rows, best_pairs "
         f"{manifest['rows']['best_pairs']:,} rows"
     )
-    if "capacity" in manifest:
-        figures = manifest["capacity"]
+    if capacity is not None:
         err.print(
-            f"capacity {figures['rows']:,} rows, {figures['simulated_rows']:,} of them answered "
-            f"by the simulator; fewest GPUs for a load: infersize best {out_dir} --request-rate "
-            "R --sla NAME"
+            f"capacity: {capacity['simulated_rows']:,} of {capacity['rows']:,} rows answered by "
+            f"the simulator; fewest GPUs for a load: infersize best {out_dir} --request-rate R "
+            "--sla NAME"
         )
     answer = best_pairs(out_dir, Filters())
     if answer.selection is None or answer.rows.is_empty():
