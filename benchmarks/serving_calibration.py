@@ -7,7 +7,8 @@ printed as a Markdown table with the mean absolute error per metric over the bou
 No constant of infersize is fitted on these rows: they only check.
 
 Usage: python benchmarks/serving_calibration.py [--write]
---write puts the tables into docs/capacity.md between its serving-calibration markers.
+--write puts the tables into docs/capacity.md and docs/calibration.md between their
+serving-calibration markers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from infersize.service.resolve import DeploymentRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "serving_measurements.csv"
-DOC = ROOT / "docs" / "capacity.md"
+DOCS = (ROOT / "docs" / "capacity.md", ROOT / "docs" / "calibration.md")
 START, END = "<!-- serving-calibration:start -->\n", "<!-- serving-calibration:end -->\n"
 # the columns that say what was served: rows that share them share one simulation
 SETUP = ("model", "precision", "kv_dtype", "gpu", "tp", "engine", "gpu_memory_utilization",
@@ -153,7 +154,7 @@ def table(rows: list[dict[str, str]], predicted: dict[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(text: str, doc: Path = DOC) -> None:
+def write(text: str, doc: Path = DOCS[0]) -> None:
     """Put `text` between the doc's markers (the doc is created with them when missing)."""
     page = doc.read_text(encoding="utf-8") if doc.exists() else f"# Capacity\n\n{START}{END}"
     head, rest = page.split(START, 1)
@@ -163,12 +164,13 @@ def write(text: str, doc: Path = DOC) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="update docs/capacity.md")
+    parser.add_argument("--write", action="store_true", help="update the docs")
     args = parser.parse_args()
     rows = load_rows()
     text = table(rows, predict(rows))
     if args.write:
-        write(text)
+        for doc in DOCS:
+            write(text, doc)
     else:
         print(text, end="")
 

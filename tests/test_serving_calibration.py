@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.serving_calibration import (
-    DOC,
+    DOCS,
     END,
     KINDS,
     START,
@@ -128,8 +128,9 @@ def test_ids_are_unique_and_loads_are_closed_or_open_loops():
     assert {r["load_kind"] for r in ROWS} <= {"concurrency", "rate"}
 
 
-def test_the_capacity_page_holds_the_table_the_script_prints(predicted):
-    page = Path(DOC).read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: Path(d).name)
+def test_the_capacity_and_calibration_pages_hold_the_table_the_script_prints(predicted, doc):
+    page = Path(doc).read_text(encoding="utf-8")
     assert START in page and END in page, "run: python benchmarks/serving_calibration.py --write"
     block = page.split(START, 1)[1].split(END, 1)[0]
     assert block == table(ROWS, predicted), "run: python benchmarks/serving_calibration.py --write"
