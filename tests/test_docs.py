@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,46 @@ def test_the_readmes_speed_figures_are_the_generated_performance_pages():
     summary = page.split(start, 1)[1].split(end, 1)[0]
     assert summary.startswith("| what | figure |") and summary.count("\n") >= 6
     assert README.split(start, 1)[1].split(end, 1)[0] == summary
+
+
+def _make_figures():
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("make_figures", root / "docs" / "make_figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _without_outputs(words: list[str]) -> tuple[str, ...]:
+    """A command's words less where it writes (`--out FILE`, `--plot FILE`) and the README's
+    comment."""
+    if "#" in words:
+        words = words[: words.index("#")]
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--out", "--plot"):
+            skip = True
+        else:
+            kept.append(word)
+    return tuple(kept)
+
+
+def test_every_figure_is_drawn_by_the_command_the_readme_shows_beside_it():
+    """docs/make_figures.py draws each figure with the arguments of a command the README shows
+    (sweep folders as the README names them, outputs aside), and the README shows the figure: a
+    figure redrawn with other settings than its command fails here."""
+    make_figures = _make_figures()
+    joined = README.replace("\\\n", " ")
+    readme_commands = {
+        _without_outputs(shlex.split(line)) for line in re.findall(r"\$ infersize ([^\n]*)", joined)
+    }
+    figures = list(make_figures.figure_commands(Path("outputs/fleet"), Path("docs/figures")))
+    assert len(figures) >= 7
+    for name, args in figures:
+        assert f"(docs/figures/{name})" in README, name
+        assert _without_outputs(args) in readme_commands, (name, " ".join(args))
+    moved = [*figures[0][1][:3], "0.61", *figures[0][1][4:]]
+    assert _without_outputs(moved) not in readme_commands  # another α is another command
