@@ -170,7 +170,7 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
     import shutil
 
     from infersize.show.terminal import console, render_table
-    from infersize.sweep.best import Filters, best_pairs
+    from infersize.sweep.best import Filters, best_pairs, beyond_context_rows
 
     err.print(
         f"{manifest['cells']:,} cells in {manifest['seconds']['total']:.2f} s "
@@ -178,6 +178,12 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         f"{manifest['rows']['frontier']:,} rows, best_pairs "
         f"{manifest['rows']['best_pairs']:,} rows"
     )
+    beyond, scored = beyond_context_rows(out_dir)
+    if beyond:
+        err.print(
+            f"{beyond:,} of {scored:,} rows are at a context longer than their target or draft "
+            "holds (within_max_context false): they never rank"
+        )
     if "capacity" in manifest:
         figures = manifest["capacity"]
         err.print(

@@ -57,6 +57,7 @@ def _tp(target: str) -> int:
 
 def bench_plan(n_alphas: int = 41) -> Plan:
     alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
+    catalog = load_catalog()
     settings = tuple(
         Setting(
             gpu=gpu,
@@ -67,6 +68,8 @@ def bench_plan(n_alphas: int = 41) -> Plan:
             draft=d,
             draft_quant=dq,
             price_usd_per_hour=None,
+            target_max_context_tokens=catalog.model(t).max_position_embeddings,
+            draft_max_context_tokens=catalog.model(d).max_context_tokens,
             alphas=alphas,
             alpha_source="sweep",
         )

@@ -75,6 +75,27 @@ COLUMNS: tuple[Column, ...] = (
     Column(name="context_length", kind="int", unit="tokens", description="tokens per sequence"),
     Column(name="batch_size", kind="int", unit="sequences", description="concurrent sequences"),
     Column(
+        name="within_max_context",
+        kind="bool",
+        unit="",
+        description="context_length is at most target_max_context_tokens and "
+        "draft_max_context_tokens: false rows are what-ifs the models cannot run (without "
+        "rope scaling) and never rank in best_pairs or `infersize best`",
+    ),
+    Column(
+        name="target_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the target's max_position_embeddings: the longest sequence it holds",
+    ),
+    Column(
+        name="draft_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the draft model's max_position_embeddings; null for heads and n-gram "
+        "lookup, whose positions are the target's",
+    ),
+    Column(
         name="acceptance_scenario",
         kind="int",
         unit="",
@@ -272,6 +293,25 @@ COVERAGE_COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         name="fitting_rows", kind="int", unit="rows", description="of them, those where some K fits"
+    ),
+    Column(
+        name="beyond_max_context_rows",
+        kind="int",
+        unit="rows",
+        description="of the rows scored, those at a context longer than the target or its draft "
+        "holds (within_max_context false): they never rank",
+    ),
+    Column(
+        name="fitting_within_max_context_rows",
+        kind="int",
+        unit="rows",
+        description="rows that fit and are within the models' max context: those that can rank",
+    ),
+    Column(
+        name="target_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the target's max_position_embeddings",
     ),
     Column(
         name="closest_share_of_budget",

@@ -208,6 +208,7 @@ def _settings(
         )
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
+        target_limit = model_of(catalog, pair.target).max_position_embeddings
         for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
             sides = {
                 "target": (t_q, catalog.support(t_q, device, family)),
@@ -229,6 +230,8 @@ def _settings(
                     draft=pair.draft,
                     draft_quant=d_q,
                     price_usd_per_hour=gpu.price_usd_per_hour,
+                    target_max_context_tokens=target_limit,
+                    draft_max_context_tokens=drafter.max_context_tokens,
                     alphas=pair.alphas,
                     alpha_source=pair.alpha_source,
                     support=support,
