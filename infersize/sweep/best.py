@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from infersize.catalog.store import load_catalog
+from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
 
@@ -113,6 +114,11 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise InfersizeError(f"{path}: damaged (not a JSON object); run the sweep again")
     return manifest
+
+
+def ranked(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows best first, by the one ranking rule (core/ranking.py)."""
+    return frame[ranking_order(*(frame[name].to_numpy() for name in RANKED_BY))]
 
 
 def _uniform_alpha(frame: pl.DataFrame, scenario: int) -> float | None:

@@ -279,7 +279,8 @@ COLUMNS: tuple[Column, ...] = (
         name="rank",
         kind="int",
         unit="",
-        description="best_pairs only: 1 = most speculative tokens/s per GPU",
+        description="best_pairs only: 1 = most speculative tokens/s per GPU, ties broken by "
+        "the higher speedup, then the less memory (the rule of `best` and every figure's ★)",
     ),
 )
 COVERAGE_COLUMNS: tuple[Column, ...] = (

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from infersize.catalog.store import load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray
 from infersize.core.memory import verdict
+from infersize.core.ranking import RANKED_BY, ranking_keys
 from infersize.sweep.columns import (
     BY_NAME,
     COLUMNS,
@@ -179,21 +180,14 @@ def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
 
 def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
     """Per (GPU, target, context, batch, scenario): the top-N fitting options (TP, precisions, KV
-    dtype, draft, best K) that speed decoding up at a context both models hold, ranked by
-    speculative tokens/s per GPU (what each GPU of the deployment delivers, so TP sizes and
-    target precisions compare), then by speedup and less memory. A group where no draft beats
-    plain decoding has no best pair."""
+    dtype, draft, best K) that speed decoding up at a context both models hold, ranked by the
+    one rule (core/ranking.py). A group where no draft beats plain decoding has no best pair."""
     group = _groups(task, scored)
     speedup = scored.columns["speedup"]
     within = within_max_context(task, np.arange(scored.setting.size))
     rows = np.flatnonzero(scored.valid & (speedup > 1.0) & within)
-    per_gpu = scored.columns["speculative_tokens_per_s_per_gpu"]
-    combined = scored.columns["combined_gib"]
-    picked, rank = top_n(
-        group[rows],
-        (-per_gpu[rows], -speedup[rows], combined[rows], scored.setting[rows]),
-        task.best_top_n,
-    )
+    keys = ranking_keys(*(scored.columns[name][rows] for name in RANKED_BY))
+    picked, rank = top_n(group[rows], (*keys, scored.setting[rows]), task.best_top_n)
     return _rows_table(task, scored, rows[picked], rank)
 
 
@@ -327,8 +321,8 @@ register_table(
     OutputTable(
         name="best_pairs",
         description="per (GPU, target, context, batch, α scenario): the top options that beat "
-        "plain "
-        "decoding, ranked by speculative tokens/s per GPU",
+        "plain decoding at a context the models hold, ranked by speculative tokens/s per GPU, "
+        "then speedup, then memory",
         build=best_table,
         columns=table_columns(with_rank=True),
     )
