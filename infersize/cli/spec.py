@@ -27,7 +27,9 @@ def spec(
     method: opt.Method = None,
     target_quant: opt.TargetQuant = DEFAULTS.target_quant,
     draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
-    context_length: opt.ContextLength = DEFAULTS.context_length,
+    context_length: opt.SpecContextLength = None,
+    input_tokens: opt.SpecInputTokens = None,
+    output_tokens: opt.SpecOutputTokens = None,
     acceptance_rate: opt.AcceptanceRate = None,
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
@@ -62,11 +64,19 @@ def spec(
 ) -> None:
     """Joint GPU memory of target + draft and the speculative-decoding speedup."""
     from infersize.catalog.store import load_catalog
+    from infersize.service.context import decode_context
     from infersize.service.spec import run_spec, spec_json
 
     options = locals()
     no_draft = _check_flags(units, draft, method, plot)
-    request = opt.spec_request(options | {"draft": None if no_draft else draft})
+    context = decode_context(context_length, input_tokens, output_tokens)
+    lengths = None if input_tokens is None or output_tokens is None else (input_tokens,
+                                                                         output_tokens)  # fmt: skip
+    request = opt.spec_request(
+        options
+        | {"draft": None if no_draft else draft, "context_length": context,
+           "decode_lengths": lengths}
+    )  # fmt: skip
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_spec(request, catalogs)
     if plot is not None:

@@ -72,7 +72,14 @@ COLUMNS: tuple[Column, ...] = (
         "runs through "
         "dequantising kernels (priced in the speed model)",
     ),
-    Column(name="context_length", kind="int", unit="tokens", description="tokens per sequence"),
+    Column(
+        name="context_length",
+        kind="int",
+        unit="tokens",
+        description="tokens each sequence holds in the KV cache at a decode step (prompt + "
+        "answer so far); a sweep given input_tokens and output_tokens has input + output/2, "
+        "what a request's decode steps average",
+    ),
     Column(name="batch_size", kind="int", unit="sequences", description="concurrent sequences"),
     Column(
         name="within_max_context",
