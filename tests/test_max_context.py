@@ -13,6 +13,7 @@ import yaml
 
 from infersize.catalog.store import load_catalog
 from infersize.cli import app
+from infersize.service.context import max_context_tokens
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
@@ -47,8 +48,8 @@ def fleet_slice(tmp_path_factory) -> Path:
 
 
 def _limit(model: str) -> float:
-    record = load_catalog().model(model)
-    return float("inf") if record.max_context_tokens is None else record.max_context_tokens
+    limit = max_context_tokens(load_catalog().model(model))
+    return float("inf") if limit is None else limit
 
 
 def test_duckdb_best_pair_per_gpu_is_never_beyond_a_models_context(fleet_slice):
@@ -79,7 +80,7 @@ def test_the_limit_columns_are_the_catalogs(fleet_slice):
         (8192, False),
     }
     ngram = load_catalog().model("ngram")
-    assert ngram.max_context_tokens is None  # heads and n-gram lookup use the target's positions
+    assert max_context_tokens(ngram) is None  # heads and n-gram lookup use the target's positions
 
 
 def test_coverage_counts_rows_beyond_context(fleet_slice):

@@ -239,12 +239,6 @@ class Model(Record):
         return self.speculator is not None or self.embedding_from_target
 
     @property
-    def max_context_tokens(self) -> int | None:
-        """The longest sequence this model holds (its max_position_embeddings); None for heads
-        and n-gram lookup, whose positions are the target's."""
-        return None if self.is_speculator_head else self.max_position_embeddings
-
-    @property
     def head_dim_resolved(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
 

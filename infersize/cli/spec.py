@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+
+if TYPE_CHECKING:
+    from infersize.service.request import SpecRequest
 
 Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^9 bytes).")]
 Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs K (.png or .svg).")]
@@ -64,19 +67,9 @@ def spec(
 ) -> None:
     """Joint GPU memory of target + draft and the speculative-decoding speedup."""
     from infersize.catalog.store import load_catalog
-    from infersize.service.context import decode_context
     from infersize.service.spec import run_spec, spec_json
 
-    options = locals()
-    no_draft = _check_flags(units, draft, method, plot)
-    context = decode_context(context_length, input_tokens, output_tokens)
-    lengths = None if input_tokens is None or output_tokens is None else (input_tokens,
-                                                                         output_tokens)  # fmt: skip
-    request = opt.spec_request(
-        options
-        | {"draft": None if no_draft else draft, "context_length": context,
-           "decode_lengths": lengths}
-    )  # fmt: skip
+    request = _request(locals(), _check_flags(units, draft, method, plot))
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_spec(request, catalogs)
     if plot is not None:
@@ -90,6 +83,21 @@ def spec(
     from infersize.show.terminal import console
 
     render_spec(console(), result, units.lower())
+
+
+def _request(options: dict[str, Any], no_draft: bool) -> SpecRequest:
+    """The request, its context from --context-length or --input-tokens/--output-tokens."""
+    from infersize.service.context import decode_context
+
+    lengths = (options["input_tokens"], options["output_tokens"])
+    return opt.spec_request(
+        options
+        | {
+            "draft": None if no_draft else options["draft"],
+            "context_length": decode_context(options["context_length"], *lengths),
+            "decode_lengths": None if None in lengths else lengths,
+        }
+    )
 
 
 def _check_flags(units: str, draft: str | None, method: str | None, plot: Path | None) -> bool:

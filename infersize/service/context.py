@@ -10,6 +10,7 @@ I + O would price every step as the answer's last one; at I, as its first."""
 
 from __future__ import annotations
 
+from infersize.catalog.records import Model
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
 
@@ -38,3 +39,9 @@ def decode_context(
     if output_tokens < 0:
         raise ValueRangeError("output_tokens", f"must be at least 0, got {output_tokens}")
     return input_tokens + output_tokens // 2
+
+
+def max_context_tokens(model: Model) -> int | None:
+    """The longest sequence a model holds (its max_position_embeddings); None for heads and
+    n-gram lookup, whose positions are the target's."""
+    return None if model.is_speculator_head else model.max_position_embeddings

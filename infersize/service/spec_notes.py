@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from infersize.catalog.store import Catalog
 from infersize.core.speedup import SpeedupModel
+from infersize.service.context import max_context_tokens
 from infersize.service.resolve import Deployment, DeploymentRequest
 from infersize.service.spec_result import SpecResult
 
@@ -28,7 +29,7 @@ def spec_notes(
 ) -> tuple[str, ...]:
     notes = _alias_note(req, catalog, dep)
     for side in (dep.target, dep.draft):
-        limit = None if side is None else side.model.max_context_tokens
+        limit = None if side is None else max_context_tokens(side.model)
         if side and limit is not None and context_length > limit:
             notes.append(
                 f"context {context_length} exceeds {side.model.id}'s "

@@ -24,6 +24,7 @@ from infersize.core.engines import configure_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
+from infersize.service.context import max_context_tokens
 from infersize.sweep.plan import Plan, make_chunks
 from infersize.sweep.settings import Scoring, Setting
 
@@ -69,7 +70,7 @@ def bench_plan(n_alphas: int = 41) -> Plan:
             draft_quant=dq,
             price_usd_per_hour=None,
             target_max_context_tokens=catalog.model(t).max_position_embeddings,
-            draft_max_context_tokens=catalog.model(d).max_context_tokens,
+            draft_max_context_tokens=max_context_tokens(catalog.model(d)),
             alphas=alphas,
             alpha_source="sweep",
         )

@@ -22,7 +22,7 @@ from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
-from infersize.service.context import decode_context
+from infersize.service.context import decode_context, max_context_tokens
 from infersize.service.resolve import combined_support
 from infersize.sweep.capacity_plan import capacity_plan, resolved_capacity
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
@@ -232,7 +232,7 @@ def _settings(
                     draft_quant=d_q,
                     price_usd_per_hour=gpu.price_usd_per_hour,
                     target_max_context_tokens=target_limit,
-                    draft_max_context_tokens=drafter.max_context_tokens,
+                    draft_max_context_tokens=max_context_tokens(drafter),
                     alphas=pair.alphas,
                     alpha_source=pair.alpha_source,
                     support=support,
