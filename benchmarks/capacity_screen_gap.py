@@ -45,7 +45,7 @@ def gaps(sweep: Path) -> dict[str, list[tuple[float, bool, bool]]]:
     cache = RowCache()
     out: dict[str, list[tuple[float, bool, bool]]] = {}
     for case in iter_cases(plan.settings, plan.capacity, plan.scenarios):
-        request = capacity_request(case, plan.scoring.engine, max(plan.ks), plan.capacity)
+        request = capacity_request(case, plan.scoring, max(plan.ks), plan.capacity)
         rates = case.workload.target_request_rates
         try:
             prepared = prepare_capacity(request, catalog)

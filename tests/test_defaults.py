@@ -13,6 +13,7 @@ from infersize.cli import app
 from infersize.cli.options import record_from_options
 from infersize.core.engines import EngineSettings
 from infersize.defaults import DEFAULTS
+from infersize.service.context import decode_context
 from infersize.service.request import SpecRequest, default_speedup_model
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.config import SweepConfig
@@ -45,6 +46,9 @@ def test_every_option_that_has_a_default_field_takes_it_from_defaults(command):
         assert default_speedup_model(None) == DEFAULTS.speedup_model
         assert default_speedup_model(12.4) == DEFAULTS.speedup_model_given_latency_ratio
         options.pop("speedup_model")
+    if options.get("context_length", DEFAULTS.context_length) is None:  # or input + output/2
+        assert decode_context(None, None, None) == DEFAULTS.context_length
+        options.pop("context_length")
     for name, value in dataclasses.asdict(DEFAULTS).items():
         if name in options:
             assert options[name] == value, f"{'/'.join(command)} --{name}"
@@ -53,7 +57,9 @@ def test_every_option_that_has_a_default_field_takes_it_from_defaults(command):
 def test_spec_options_cover_every_field_of_the_records_it_builds():
     """A field with no option of its name would silently keep the record's default."""
     options = _option_defaults("spec")
-    built_elsewhere = {"deployment", "engine"}  # the nested records themselves
+    # the nested records themselves; the (input, output) tokens of --input-tokens/--output-tokens
+    built_elsewhere = {"deployment", "engine", "decode_lengths"}
+    assert {"input_tokens", "output_tokens"} <= set(options)
     for record in (DeploymentRequest, SpecRequest, EngineSettings):
         missing = {f.name for f in dataclasses.fields(record)} - set(options) - built_elsewhere
         assert not missing, f"{record.__name__}: {missing}"

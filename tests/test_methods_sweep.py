@@ -110,7 +110,7 @@ def test_best_names_the_method(methods_run, runner):
     result = runner.invoke(app, ["best", str(methods_run), "--gpu", "h100", "--batch-size", "64"])
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if "method" in line)
-    assert header.split()[:5] == ["gpu", "target", "draft", "method", "K"]
+    assert header.split()[:7] == ["gpu", "target", "tp", "KV", "draft", "method", "K"]
 
 
 PROFILE_SWEEP = """\
@@ -177,4 +177,4 @@ def test_the_report_compares_methods_per_gpu_and_target(methods_run, runner):
     gpus = set(best.column("gpu").to_pylist())
     for gpu in gpus:
         for target in targets:
-            assert f"{target} on {gpu}: best speedup per method over batch size" in page
+            assert f"{target} on {gpu}: speedup of each method's best row over batch size" in page

@@ -256,7 +256,8 @@ def test_cli_run_prints_the_summary_and_the_folder(runner, tmp_path):
     result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
     assert result.stdout.rstrip().endswith(str(out))
-    assert "Highest speedup per GPU at context 2048, batch 1, α 0.7" in result.stdout
+    title = "Best pair per GPU at context 2048, batch 1, α 0.7"
+    assert title in result.stdout
     best = runner.invoke(
         app, ["best", str(out), "--gpu", "l4", "--target", "qwen2.5-7b", "--alpha", "0.9", "--json"]
     )

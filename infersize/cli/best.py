@@ -37,6 +37,8 @@ def print_best(
         return
     if chosen is None or frame.is_empty():
         typer.echo("no fitting draft pair in this selection")
+        for note in answer.notes:
+            typer.echo(f"note: {note}")
         return
     title = f"Best draft pair per GPU at {chosen.describe()}"
     rows = best_rows(frame.to_dicts())

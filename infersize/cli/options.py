@@ -13,6 +13,7 @@ import typer
 from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
+from infersize.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from infersize.service.request import SpecRequest
@@ -52,7 +53,33 @@ Method = Annotated[
 ]
 DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight precision.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
-ContextLength = Annotated[int, typer.Option("--context-length", help="Tokens per sequence.")]
+ContextLength = Annotated[
+    int,
+    typer.Option(
+        "--context-length",
+        help="Tokens in each sequence's KV cache at decode (prompt + answer so far).",
+    ),
+]
+SpecContextLength = Annotated[
+    int | None,
+    typer.Option(
+        "--context-length",
+        help="Tokens in each sequence's KV cache at decode (prompt + answer so far) "
+        f"[default: {DEFAULTS.context_length}]; or give --input-tokens and --output-tokens.",
+    ),
+]
+SpecInputTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--input-tokens",
+        help="Prompt tokens per request: with --output-tokens, the context is input + output/2 "
+        "(the average a serving engine's decode steps hold).",
+    ),
+]
+SpecOutputTokens = Annotated[
+    int | None,
+    typer.Option("--output-tokens", help="Answer tokens per request (with --input-tokens)."),
+]
 AcceptanceRate = Annotated[
     float | None,
     typer.Option(

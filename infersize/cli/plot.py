@@ -152,7 +152,10 @@ def plot_methods(
     filters = Filters(gpu=gpu, target=target, context_length=context, scenario=scenario)
     curves = method_points(output_dir, filters)
     data = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts] for m, pts in curves.items()}
-    title = f"Best speedup per method: {target} on {gpu} (each at its best drafter, K and TP)"
+    title = (
+        f"Each method's best row: {target} on {gpu}\n(its drafter, K and TP with the most "
+        "tokens/s per GPU, as `infersize best` ranks)"
+    )
     typer.echo(str(save(methods_figure(data, title), out)))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+
+if TYPE_CHECKING:
+    from infersize.service.request import SpecRequest
 
 Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^9 bytes).")]
 Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs K (.png or .svg).")]
@@ -27,7 +30,9 @@ def spec(
     method: opt.Method = None,
     target_quant: opt.TargetQuant = DEFAULTS.target_quant,
     draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
-    context_length: opt.ContextLength = DEFAULTS.context_length,
+    context_length: opt.SpecContextLength = None,
+    input_tokens: opt.SpecInputTokens = None,
+    output_tokens: opt.SpecOutputTokens = None,
     acceptance_rate: opt.AcceptanceRate = None,
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
@@ -64,9 +69,7 @@ def spec(
     from infersize.catalog.store import load_catalog
     from infersize.service.spec import run_spec, spec_json
 
-    options = locals()
-    no_draft = _check_flags(units, draft, method, plot)
-    request = opt.spec_request(options | {"draft": None if no_draft else draft})
+    request = _request(locals(), _check_flags(units, draft, method, plot))
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_spec(request, catalogs)
     if plot is not None:
@@ -80,6 +83,21 @@ def spec(
     from infersize.show.terminal import console
 
     render_spec(console(), result, units.lower())
+
+
+def _request(options: dict[str, Any], no_draft: bool) -> SpecRequest:
+    """The request, its context from --context-length or --input-tokens/--output-tokens."""
+    from infersize.service.context import decode_context
+
+    lengths = (options["input_tokens"], options["output_tokens"])
+    return opt.spec_request(
+        options
+        | {
+            "draft": None if no_draft else options["draft"],
+            "context_length": decode_context(options["context_length"], *lengths),
+            "decode_lengths": None if None in lengths else lengths,
+        }
+    )
 
 
 def _check_flags(units: str, draft: str | None, method: str | None, plot: Path | None) -> bool:

@@ -168,12 +168,13 @@ def _run(
 
 
 def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
-    """What the run found, in the terminal's width and height: per GPU, its highest speedup
-    (target, draft, K) and how many targets have a pair; `best` and `report` show the rest."""
+    """What the run found, in the terminal's width and height: per GPU, its best pair by the
+    ranking rule of `best` (target, draft, K) and how many targets have a pair; `best` and
+    `report` show the rest."""
     import shutil
 
     from infersize.show.terminal import console, render_table
-    from infersize.sweep.best import Filters, best_pairs
+    from infersize.sweep.best import Filters, best_pairs, beyond_context_rows, ranked
 
     seconds, capacity = manifest["seconds"]["total"], manifest.get("capacity")
     # a capacity sweep's time goes to its simulations: cells/s would say nothing
@@ -187,6 +188,12 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         f"{work}; frontier {manifest['rows']['frontier']:,} rows, best_pairs "
         f"{manifest['rows']['best_pairs']:,} rows"
     )
+    beyond, scored = beyond_context_rows(out_dir)
+    if beyond:
+        err.print(
+            f"{beyond:,} of {scored:,} rows are at a context longer than their target or draft "
+            "holds (within_max_context false): they never rank"
+        )
     if capacity is not None:
         err.print(
             f"capacity: {capacity['simulated_rows']:,} of {capacity['rows']:,} rows answered by "
@@ -200,20 +207,23 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
     size = shutil.get_terminal_size((100, 40))  # COLUMNS and LINES, else the terminal's
     rows = []
     for (gpu,), group in answer.rows.group_by(["gpu"], maintain_order=True):
-        top = group.sort("speedup", descending=True).row(0, named=True)
+        top = ranked(group).row(0, named=True)
         tp = f" tp{top['tp']}" if top["tp"] != 1 else ""
         rows.append([str(gpu), f"{top['target']} {top['target_quant']}{tp}",
                      f"{top['draft']} {top['draft_quant']}", str(top["optimal_k"]),
-                     f"{top['speedup']:.2f}x", str(group.height)])  # fmt: skip
+                     f"{top['speedup']:.2f}x",
+                     f"{top['speculative_tokens_per_s_per_gpu']:,.0f}",
+                     str(group.height)])  # fmt: skip
     shown = rows[: max(3, size.lines - 12)]
     render_table(
         console(width=size.columns),
-        f"Highest speedup per GPU at {answer.selection.describe()}",
-        ["gpu", "target", "draft", "K", "speedup", "targets"],
+        f"Best pair per GPU at {answer.selection.describe()}",
+        ["gpu", "target", "draft", "K", "speedup", "tok/s/GPU", "targets"],
         shown,
     )
     more = f"{len(rows) - len(shown)} more GPUs; " if len(shown) < len(rows) else ""
-    typer.echo(f"{more}every target's best pair: infersize best {out_dir} (report: HTML)")
+    typer.echo(f"{more}ranked by tokens/s per GPU, then speedup, then memory; every target's "
+               f"best pair: infersize best {out_dir} (report: HTML)")  # fmt: skip
 
 
 def output_folder(out: Path | None, configured: str | None, name: str) -> Path:

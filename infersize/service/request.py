@@ -29,7 +29,9 @@ class SpecRequest:
     """Everything `infersize spec` is asked, by name. Field names are the flags' names."""
 
     deployment: DeploymentRequest
-    context_length: int = DEFAULTS.context_length
+    context_length: int = DEFAULTS.context_length  # tokens in each sequence's KV at decode
+    # (input, output) tokens the context came from (input + output/2), when given so
+    decode_lengths: tuple[int, int] | None = None
     acceptance_rate: float | None = None  # None: published for the pair, else the prior
     draft_k: int = DEFAULTS.draft_k
     batch_size: int = DEFAULTS.batch_size

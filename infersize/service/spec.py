@@ -145,6 +145,8 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         **_pool_fields(dep, at_k),
         context_length=req.context_length,
         batch_size=req.batch_size,
+        input_tokens=req.decode_lengths[0] if req.decode_lengths else None,
+        output_tokens=req.decode_lengths[1] if req.decode_lengths else None,
         kv_dtype=dep.kv_dtype.id,
         acceptance_rate=alpha if dep.draft else req.acceptance_rate,
         acceptance_source=acceptance.source if acceptance else "given",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from infersize.catalog.store import Catalog
 from infersize.core.speedup import SpeedupModel
+from infersize.service.context import max_context_tokens
 from infersize.service.resolve import Deployment, DeploymentRequest
 from infersize.service.spec_result import SpecResult
 
@@ -28,14 +29,11 @@ def spec_notes(
 ) -> tuple[str, ...]:
     notes = _alias_note(req, catalog, dep)
     for side in (dep.target, dep.draft):
-        if (
-            side
-            and not side.model.is_speculator_head  # positions come from the target
-            and context_length > side.model.max_position_embeddings
-        ):
+        limit = None if side is None else max_context_tokens(side.model)
+        if side and limit is not None and context_length > limit:
             notes.append(
                 f"context {context_length} exceeds {side.model.id}'s "
-                f"max_position_embeddings ({side.model.max_position_embeddings})"
+                f"max_position_embeddings ({limit})"
             )
     target, draft = dep.target.model, dep.draft.model if dep.draft else None
     if draft and draft.tokenizer_family != target.tokenizer_family and not draft.is_speculator_head:

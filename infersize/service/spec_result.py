@@ -85,8 +85,10 @@ class SpecResult:
     kv_cache_free_gpu_memory_fraction: float | None = None  # trtllm
     max_num_tokens: int | None = None  # trtllm: tokens per step and of its profiled prefill
     max_batch_size: int | None = None  # trtllm: most sequences at once
-    context_length: int
+    context_length: int  # tokens in each sequence's KV cache at decode
     batch_size: int
+    input_tokens: int | None = None  # the prompt and answer the context came from, when given
+    output_tokens: int | None = None
     kv_dtype: str
     acceptance_rate: float | None
     acceptance_source: str  # given, published (for this pair) or prior (fitted to published)

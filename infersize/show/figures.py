@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError
 from infersize.files import atomic_write
 
@@ -173,16 +174,18 @@ class FrontierPlot:
 def frontier_plot(
     frontier: pl.DataFrame, best: pl.DataFrame, gpu: str, selection: str
 ) -> FrontierPlot:
-    """One GPU's frontier rows (one series per target) and each target's best pair."""
+    """One GPU's frontier rows (one series per target) and each target's best pair by the
+    ranking rule of `best` (most tokens/s per GPU, then speedup, then memory): a ★ may sit
+    below the speedup frontier when a smaller TP or precision delivers more per GPU."""
 
     def drafter(r: dict[str, object]) -> str:  # n-gram lookup has no precision to name
         quant = "" if r["draft_quant"] == "none" else f" {r['draft_quant']}"
         return f"{r['draft']}{quant} K={r['optimal_k']}"
 
-    stars = {
-        r["target"]: (drafter(r), r["combined_gib"], r["speedup"])
-        for r in best.iter_rows(named=True)
-    }
+    order = ranking_order(*(best[name].to_numpy() for name in RANKED_BY))
+    stars: dict[str, tuple[str, float, float]] = {}
+    for r in best[order].iter_rows(named=True):  # best first: each target's first row is its ★
+        stars.setdefault(r["target"], (drafter(r), r["combined_gib"], r["speedup"]))
     targets = []
     for (target,), rows in frontier.group_by(["target"], maintain_order=True):
         steps = rows.filter(rows["on_front"])
@@ -219,7 +222,8 @@ def frontier_figure(plot: FrontierPlot) -> Figure:
                     markersize=14, color=color, markeredgecolor="black")  # fmt: skip
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
-    ax.set_title(literal(f"{plot.gpu}: frontier (★ best pair)\nat {plot.selection}"), fontsize=10)
+    ax.set_title(literal(f"{plot.gpu}: frontier (★ best pair: most tokens/s per GPU)\n"
+                         f"at {plot.selection}"), fontsize=10)  # fmt: skip
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               title="target: ★ best draft, K", title_fontsize=7)  # fmt: skip

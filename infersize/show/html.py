@@ -63,10 +63,11 @@ def _methods(section: GpuSection) -> str:
     """Per target, each method's best speedup over batch size (sweeps with a methods axis)."""
     out = []
     for target, curves in section.methods.items():
-        title = f"{target} on {section.gpu}: best speedup per method over batch size"
+        title = f"{target} on {section.gpu}: speedup of each method's best row over batch size"
         out.append(
             f"<figure>{methods_svg(curves, title)}<figcaption>{html.escape(title)}, each "
-            "method at its best drafter, K and TP.</figcaption></figure>"
+            "method at its best drafter, K and TP by the ranking of `infersize best` (most "
+            "tokens/s per GPU).</figcaption></figure>"
         )
     return "".join(out)
 
@@ -104,7 +105,8 @@ def render_report(
     )
     chosen = (
         f"Best draft pair per GPU at {selection} "
-        "(ranked by speculative tokens/s; all selections are in best_pairs.parquet)."
+        "(ranked by speculative tokens/s per GPU, then speedup, then memory, as `infersize best` "
+        "and every ★ rank; all selections are in best_pairs.parquet)."
     )
     plots = [frontier_plot(s.frontier, s.best, s.gpu, selection) for s in sections]
     figures = frontier_svgs(plots)

@@ -92,8 +92,24 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         )
         _line(console, model.label, speedup)
     console.print()
+    console.print(_context_line(r), highlight=False)
+    console.print()
     _render_breakdown(console, r, units)
     _render_next(console, r)
+
+
+def _context_line(r: SpecResult) -> str:
+    """What the context axis means, and where it came from when given as prompt + answer."""
+    line = (
+        f"Context {r.context_length:,} tokens: what each sequence holds in the KV cache at a "
+        "decode step (prompt + answer so far)"
+    )
+    if r.input_tokens is not None and r.output_tokens is not None:
+        line += (
+            f" = {r.input_tokens:,} input + {r.output_tokens:,} output / 2, the average over "
+            "the answer's decode steps"
+        )
+    return line
 
 
 def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:

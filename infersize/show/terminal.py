@@ -95,21 +95,23 @@ def render_table(
 
 
 BEST_COLUMNS = [
-    "gpu", "target", "draft", "method", "K", "speedup", "tokens/s", "tok/s/GPU", "GiB", "$/Mtok"
+    "gpu", "target", "tp", "KV", "draft", "method", "K", "speedup", "tokens/s", "tok/s/GPU",
+    "GiB", "$/Mtok",
 ]  # fmt: skip
 
 
 def best_rows(rows: Sequence[dict[str, object]]) -> list[list[str]]:
-    """Compact rows of best_pairs for the terminal and the report: precision and TP folded
-    into the model columns."""
+    """Compact rows of best_pairs for the terminal and the report: precision folded into the
+    model columns; TP and the KV cache dtype on their own (rows may differ only by them)."""
     out = []
     for r in rows:
-        tp = f" tp{r['tp']}" if r["tp"] != 1 else ""
         usd = r["usd_per_mtok"]
         out.append(
             [
                 str(r["gpu"]),
-                f"{r['target']} {r['target_quant']}{tp}",
+                f"{r['target']} {r['target_quant']}",
+                str(r["tp"]),
+                str(r["kv_dtype"]),
                 str(r["draft"])
                 if r["draft_quant"] == "none"
                 else f"{r['draft']} {r['draft_quant']}",

@@ -24,6 +24,7 @@ from infersize.core.engines import configure_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
+from infersize.service.context import max_context_tokens
 from infersize.sweep.plan import Plan, make_chunks
 from infersize.sweep.settings import Scoring, Setting
 
@@ -57,6 +58,7 @@ def _tp(target: str) -> int:
 
 def bench_plan(n_alphas: int = 41) -> Plan:
     alphas = tuple(np.round(np.linspace(0.5, 0.9, n_alphas), 6).tolist())
+    catalog = load_catalog()
     settings = tuple(
         Setting(
             gpu=gpu,
@@ -67,6 +69,8 @@ def bench_plan(n_alphas: int = 41) -> Plan:
             draft=d,
             draft_quant=dq,
             price_usd_per_hour=None,
+            target_max_context_tokens=catalog.model(t).max_position_embeddings,
+            draft_max_context_tokens=max_context_tokens(catalog.model(d)),
             alphas=alphas,
             alpha_source="sweep",
         )

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from infersize.catalog.store import load_catalog
+from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
 
@@ -115,6 +116,11 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     return manifest
 
 
+def ranked(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows best first, by the one ranking rule (core/ranking.py)."""
+    return frame[ranking_order(*(frame[name].to_numpy() for name in RANKED_BY))]
+
+
 def _uniform_alpha(frame: pl.DataFrame, scenario: int) -> float | None:
     alphas = frame.filter(pl.col("acceptance_scenario") == scenario)["acceptance_rate"].unique()
     return float(alphas[0]) if alphas.len() == 1 else None
@@ -203,13 +209,57 @@ def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
     frame = filtered(out_dir, "best_pairs", filters)
     if frame.is_empty():
         return Answer(frame, None)
+    asked = filters.context_length
+    if asked is not None and asked not in frame["context_length"]:
+        notes = context_notes(out_dir, filters, asked)
+        if notes:  # swept at that context, but no row there is one the models hold
+            return Answer(frame.clear(), None, notes)
     chosen = select(frame, filters)
     rows = _at(frame, chosen).filter(pl.col("rank") <= rank).sort(["gpu", "target", "rank"])
     kept = int(read_manifest(out_dir).get("best_top_n", rank))
-    notes = []
+    notes = context_notes(out_dir, filters, chosen.context_length)
     if rank > kept:
         notes.append(f"only the top {kept} of each group were kept (output.best_top_n: {kept})")
     return Answer(rows, chosen, notes)
+
+
+def context_notes(out_dir: Path, filters: Filters, context_length: int) -> list[str]:
+    """The targets swept (within the GPU and target filters) that cannot hold this context:
+    none of their rows ranks there."""
+    path = out_dir / "coverage.parquet"
+    if not path.is_file():
+        return []
+    coverage = _parquet(path)
+    if "target_max_context_tokens" not in coverage.columns:
+        return []  # tables from before the limit was recorded
+    for column in ("gpu", "target"):
+        value = getattr(filters, column)
+        if value is not None:
+            wanted = _catalog_id(column, value).lower()
+            coverage = coverage.filter(pl.col(column).str.to_lowercase() == wanted)
+    short = (
+        coverage.filter(pl.col("target_max_context_tokens") < context_length)
+        .group_by("target")
+        .agg(pl.first("target_max_context_tokens"))
+        .sort("target")
+    )
+    return [
+        f"{target} holds at most {limit:,} tokens (max_position_embeddings): none of its rows "
+        f"is within max context at context {context_length:,}"
+        for target, limit in short.iter_rows()
+    ]
+
+
+def beyond_context_rows(out_dir: Path) -> tuple[int, int]:
+    """Rows of the sweep at a context longer than their target or draft holds, and all rows
+    scored (coverage)."""
+    path = out_dir / "coverage.parquet"
+    if not path.is_file():
+        return 0, 0
+    coverage = _parquet(path)
+    if "beyond_max_context_rows" not in coverage.columns:
+        return 0, int(coverage["rows"].sum())
+    return int(coverage["beyond_max_context_rows"].sum()), int(coverage["rows"].sum())
 
 
 def frontier_rows(
@@ -259,8 +309,16 @@ def never_fits(out_dir: Path, names: dict[str, str]) -> str | None:
         coverage = coverage.filter(pl.col(column).str.to_lowercase() == value.lower())
     if coverage.is_empty():
         return None
-    close = coverage.sort("closest_share_of_budget").row(0, named=True)
     asked = " ".join(f"{column} {value}" for column, value in names.items())
+    if "fitting_within_max_context_rows" in coverage.columns and coverage["fitting_rows"].sum():
+        if coverage["fitting_within_max_context_rows"].sum():
+            return f"{asked} was swept but no draft beats plain decoding there"
+        return (
+            f"{asked} was swept but fits only at contexts longer than its target or draft "
+            f"holds ({coverage['target'][0]}: {coverage['target_max_context_tokens'][0]:,} "
+            "tokens), so no row ranks"
+        )
+    close = coverage.sort("closest_share_of_budget").row(0, named=True)
     return (
         f"{asked} was swept but never fits: the closest, {close['target']} "
         f"{close['closest_target_quant']} tp{close['closest_tp']} with {close['closest_draft']} "

@@ -72,8 +72,36 @@ COLUMNS: tuple[Column, ...] = (
         "runs through "
         "dequantising kernels (priced in the speed model)",
     ),
-    Column(name="context_length", kind="int", unit="tokens", description="tokens per sequence"),
+    Column(
+        name="context_length",
+        kind="int",
+        unit="tokens",
+        description="tokens each sequence holds in the KV cache at a decode step (prompt + "
+        "answer so far); a sweep given input_tokens and output_tokens has input + output/2, "
+        "what a request's decode steps average",
+    ),
     Column(name="batch_size", kind="int", unit="sequences", description="concurrent sequences"),
+    Column(
+        name="within_max_context",
+        kind="bool",
+        unit="",
+        description="context_length is at most target_max_context_tokens and "
+        "draft_max_context_tokens: false rows are what-ifs the models cannot run (without "
+        "rope scaling) and never rank in best_pairs or `infersize best`",
+    ),
+    Column(
+        name="target_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the target's max_position_embeddings: the longest sequence it holds",
+    ),
+    Column(
+        name="draft_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the draft model's max_position_embeddings; null for heads and n-gram "
+        "lookup, whose positions are the target's",
+    ),
     Column(
         name="acceptance_scenario",
         kind="int",
@@ -258,7 +286,8 @@ COLUMNS: tuple[Column, ...] = (
         name="rank",
         kind="int",
         unit="",
-        description="best_pairs only: 1 = most speculative tokens/s per GPU",
+        description="best_pairs only: 1 = most speculative tokens/s per GPU, ties broken by "
+        "the higher speedup, then the less memory (the rule of `best` and every figure's ★)",
     ),
 )
 COVERAGE_COLUMNS: tuple[Column, ...] = (
@@ -272,6 +301,25 @@ COVERAGE_COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         name="fitting_rows", kind="int", unit="rows", description="of them, those where some K fits"
+    ),
+    Column(
+        name="beyond_max_context_rows",
+        kind="int",
+        unit="rows",
+        description="of the rows scored, those at a context longer than the target or its draft "
+        "holds (within_max_context false): they never rank",
+    ),
+    Column(
+        name="fitting_within_max_context_rows",
+        kind="int",
+        unit="rows",
+        description="rows that fit and are within the models' max context: those that can rank",
+    ),
+    Column(
+        name="target_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the target's max_position_embeddings",
     ),
     Column(
         name="closest_share_of_budget",

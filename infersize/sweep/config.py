@@ -149,7 +149,11 @@ class SweepConfig(_Strict):
     draft_quants: list[str] = Field(default=[DEFAULTS.sweep_quant], min_length=1)
     kv_dtypes: list[str] = Field(default=[DEFAULTS.kv_dtype], min_length=1)
     gpus: list[str | GpuEntry] = Field(min_length=1)
-    context_lengths: IntAxis
+    # tokens in each sequence's KV cache at decode; or, instead, prompt and answer lengths whose
+    # every combination gives a context of input + output/2 (service/context.py)
+    context_lengths: IntAxis | None = None
+    input_tokens: IntAxis | None = None
+    output_tokens: IntAxis | None = None
     batch_sizes: IntAxis = [DEFAULTS.batch_size]
     acceptance_rates: FloatAxis | None = None  # a what-if: the same α for every pair
     draft_k: IntAxis = Range(start=1, stop=DEFAULTS.sweep_draft_k_stop, step=1)
@@ -257,6 +261,19 @@ class SweepConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _one_context_axis(self) -> SweepConfig:
+        lengths = (self.input_tokens is not None, self.output_tokens is not None)
+        if self.context_lengths is not None and any(lengths):
+            raise ValueError("give context_lengths or input_tokens with output_tokens, not both")
+        if lengths[0] != lengths[1]:
+            raise ValueError(
+                "input_tokens and output_tokens go together (the context is input + output/2)"
+            )
+        if self.context_lengths is None and not any(lengths):
+            raise ValueError("give context_lengths, or input_tokens with output_tokens")
+        return self
+
+    @model_validator(mode="after")
     def _pairs_or_lists(self) -> SweepConfig:
         heads_only = self.methods is not None and any(m != "draft" for m in self.methods)
         if not self.pairs and not (self.targets and (self.drafts or heads_only)):
@@ -266,6 +283,13 @@ class SweepConfig(_Strict):
 
 def _axis_count(axis: list[int] | list[float] | Range) -> float:
     return axis.count() if isinstance(axis, Range) else len(set(axis))
+
+
+def _context_count(cfg: SweepConfig) -> float:
+    if cfg.context_lengths is not None:
+        return _axis_count(cfg.context_lengths)
+    assert cfg.input_tokens is not None and cfg.output_tokens is not None
+    return _axis_count(cfg.input_tokens) * _axis_count(cfg.output_tokens)
 
 
 def cells_upper_bound(cfg: SweepConfig) -> float:
@@ -280,7 +304,7 @@ def cells_upper_bound(cfg: SweepConfig) -> float:
     scenarios = max([scenarios, *own])
     axes = (
         len(set(cfg.target_quants)), len(set(cfg.draft_quants)), len(set(cfg.kv_dtypes)), tps,
-        _axis_count(cfg.context_lengths), _axis_count(cfg.batch_sizes), scenarios,
+        _context_count(cfg), _axis_count(cfg.batch_sizes), scenarios,
         _axis_count(cfg.draft_k),
     )  # fmt: skip
     return float(pairs) * math.prod(float(a) for a in axes)

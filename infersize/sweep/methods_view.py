@@ -1,6 +1,7 @@
 """Which speculative method pays at which batch size: for one GPU and target, the best row of
-each method in best_pairs at every batch of the sweep (over drafters, precisions and TP), read
-back from the tables for `infersize plot methods` and the report."""
+each method in best_pairs at every batch of the sweep (over drafters, precisions and TP, by the
+one ranking rule of `best`), read back from the tables for `infersize plot methods` and the
+report."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from infersize.errors import InfersizeError
-from infersize.sweep.best import Filters, filtered, select
+from infersize.sweep.best import Filters, filtered, ranked, select
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,8 @@ class MethodPoint:
 
 
 def method_points(out_dir: Path, filters: Filters) -> dict[str, list[MethodPoint]]:
-    """Method -> its best speedup at each batch of the slice (context and scenario from the
-    filters, else the defaults `best` uses), rising batch."""
+    """Method -> the speedup of its best row at each batch of the slice (context and scenario
+    from the filters, else the defaults `best` uses), rising batch."""
     frame = filtered(out_dir, "best_pairs", filters)
     if frame.is_empty():
         raise InfersizeError(f"{out_dir}: no fitting rows for this GPU and target")
@@ -33,9 +34,7 @@ def method_points(out_dir: Path, filters: Filters) -> dict[str, list[MethodPoint
         (pl.col("context_length") == chosen.context_length)
         & (pl.col("acceptance_scenario") == chosen.acceptance_scenario)
     )
-    best = frame.sort("speedup", descending=True).unique(
-        ["method", "batch_size"], keep="first", maintain_order=True
-    )
+    best = ranked(frame).unique(["method", "batch_size"], keep="first", maintain_order=True)
     curves: dict[str, list[MethodPoint]] = {}
     for row in best.sort(["method", "batch_size"]).iter_rows(named=True):
         tp = f" tp{row['tp']}" if row["tp"] != 1 else ""

@@ -22,6 +22,7 @@ from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
+from infersize.service.context import decode_context, max_context_tokens
 from infersize.service.resolve import combined_support
 from infersize.sweep.capacity_plan import capacity_plan, resolved_capacity
 from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
@@ -208,6 +209,7 @@ def _settings(
         )
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
+        target_limit = model_of(catalog, pair.target).max_position_embeddings
         for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
             sides = {
                 "target": (t_q, catalog.support(t_q, device, family)),
@@ -229,6 +231,8 @@ def _settings(
                     draft=pair.draft,
                     draft_quant=d_q,
                     price_usd_per_hour=gpu.price_usd_per_hour,
+                    target_max_context_tokens=target_limit,
+                    draft_max_context_tokens=max_context_tokens(drafter),
                     alphas=pair.alphas,
                     alpha_source=pair.alpha_source,
                     support=support,
@@ -250,11 +254,21 @@ def _draft_quants(drafter: Model, asked: list[str]) -> list[str]:
     return asked
 
 
+def _contexts(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
+    """context_lengths, or input + output/2 of every (input_tokens, output_tokens)."""
+    if cfg.context_lengths is not None:
+        return int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
+    assert cfg.input_tokens is not None and cfg.output_tokens is not None
+    inputs = int_axis(doc, axis_values(cfg.input_tokens), "input_tokens", 1)
+    outputs = int_axis(doc, axis_values(cfg.output_tokens), "output_tokens", 0)
+    return tuple(sorted({decode_context(None, i, o) for i in inputs for o in outputs}))
+
+
 def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ...] = ()) -> Plan:
     catalog = load_catalog(tuple(Path(p) for p in catalog_files))
     skipped: dict[str, int] = {}
     notes: list[str] = []
-    contexts = int_axis(doc, axis_values(cfg.context_lengths), "context_lengths", 1)
+    contexts = _contexts(cfg, doc)
     batches = int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
     ks = _k_axis(cfg, doc)
     pairs = resolve_pairs(cfg, doc, catalog, skipped, notes)

@@ -186,6 +186,8 @@ def score(task: ChunkTask) -> Scored:
         """The smallest batch at which speculation at the row's α (or profile) and K stops
         paying, by the sweep's speedup model: a ladder of evaluations per row, so only for rows
         that reach a table."""
+        if picked.size == 0:  # a chunk whose rows are all beyond context or never fit
+            return np.zeros(0)
         s, c, _, a = np.unravel_index(picked, shape)
         context, _, alpha = _grid(task)
         row_rates = None if rates is None else rates[s, 0, 0, a]

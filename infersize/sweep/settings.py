@@ -20,6 +20,8 @@ class Setting:
     draft: str
     draft_quant: str
     price_usd_per_hour: float | None
+    target_max_context_tokens: int  # the target's max_position_embeddings
+    draft_max_context_tokens: int | None  # the draft's; None: a head's positions are the target's
     alphas: tuple[float, ...]  # the pair's α in each acceptance scenario
     alpha_source: str  # sweep, pair, published or prior (see columns.py)
     support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from infersize.catalog.store import load_catalog
-from infersize.core.arrays import FloatArray, IntArray
+from infersize.core.arrays import BoolArray, FloatArray, IntArray
 from infersize.core.memory import verdict
+from infersize.core.ranking import RANKED_BY, ranking_keys
 from infersize.sweep.columns import (
     BY_NAME,
     COLUMNS,
@@ -63,6 +64,26 @@ def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
     }
 
 
+def _context_limits(task: ChunkTask) -> tuple[IntArray, FloatArray]:
+    """Per setting: the target's max context, and the draft's (NaN for heads and n-gram
+    lookup, whose positions are the target's)."""
+    target = [x.target_max_context_tokens for x in task.settings]
+    draft = [x.draft_max_context_tokens for x in task.settings]
+    return (
+        np.asarray(target, dtype=np.int64),
+        np.asarray([np.nan if d is None else d for d in draft], dtype=np.float64),
+    )
+
+
+def within_max_context(task: ChunkTask, rows: IntArray) -> BoolArray:
+    """Whether each row's context is one its target and draft hold."""
+    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
+    s, c, _, _ = np.unravel_index(rows, shape)
+    target, draft = _context_limits(task)
+    limit = np.fmin(target.astype(np.float64), draft)
+    return np.asarray(task.contexts, dtype=np.float64)[c] <= limit[s]
+
+
 def _cell_key(task: ChunkTask, s: IntArray, c: IntArray, b: IntArray, a: IntArray) -> pa.Array:
     """gpu|tp|target@quant|draft@quant|kv=…|ctx=…|b=…|a=… (α of the row's scenario)."""
     prefix = _per_setting(
@@ -90,12 +111,16 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray 
     s, c, b, a = np.unravel_index(rows, shape)
     alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
     values = scored.columns
+    target_limit, draft_limit = _context_limits(task)
     columns = {
         **_identity(task, s),
         "context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
         "batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
         "acceptance_scenario": pa.array(a.astype(np.int64)),
         "acceptance_rate": pa.array(alphas[s, a]),
+        "within_max_context": pa.array(within_max_context(task, rows)),
+        "target_max_context_tokens": pa.array(target_limit[s]),
+        "draft_max_context_tokens": _float(draft_limit[s]).cast(pa.int64()),
         "fits": pa.array(scored.valid[rows]),
         "verdict": pa.array(verdict(values["share_of_budget"][rows]), pa.string()),
         "cell_key": _cell_key(task, s, c, b, a),
@@ -155,19 +180,14 @@ def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
 
 def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
     """Per (GPU, target, context, batch, scenario): the top-N fitting options (TP, precisions, KV
-    dtype, draft, best K) that speed decoding up, ranked by speculative tokens/s per GPU (what
-    each GPU of the deployment delivers, so TP sizes and target precisions compare), then by
-    speedup and less memory. A group where no draft beats plain decoding has no best pair."""
+    dtype, draft, best K) that speed decoding up at a context both models hold, ranked by the
+    one rule (core/ranking.py). A group where no draft beats plain decoding has no best pair."""
     group = _groups(task, scored)
     speedup = scored.columns["speedup"]
-    rows = np.flatnonzero(scored.valid & (speedup > 1.0))
-    per_gpu = scored.columns["speculative_tokens_per_s_per_gpu"]
-    combined = scored.columns["combined_gib"]
-    picked, rank = top_n(
-        group[rows],
-        (-per_gpu[rows], -speedup[rows], combined[rows], scored.setting[rows]),
-        task.best_top_n,
-    )
+    within = within_max_context(task, np.arange(scored.setting.size))
+    rows = np.flatnonzero(scored.valid & (speedup > 1.0) & within)
+    keys = ranking_keys(*(scored.columns[name][rows] for name in RANKED_BY))
+    picked, rank = top_n(group[rows], (*keys, scored.setting[rows]), task.best_top_n)
     return _rows_table(task, scored, rows[picked], rank)
 
 
@@ -180,6 +200,9 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
     gpus = np.asarray([x.gpu for x in task.settings])
     alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
     scenario = cells["scenario"].astype(np.int64)
+    target_limit, draft_limit = _context_limits(task)
+    limit = np.fmin(target_limit.astype(np.float64), draft_limit)
+    contexts = np.asarray(task.contexts)
     out = {}
     for gpu in sorted(set(gpus.tolist())):
         keep = gpus[s] == gpu
@@ -192,7 +215,8 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
                 "draft": _per_setting([x.draft for x in task.settings], ss),
                 "draft_quant": _per_setting([x.draft_quant for x in task.settings], ss),
                 "kv_dtype": _per_setting([x.kv_dtype for x in task.settings], ss),
-                "context_length": pa.array(np.asarray(task.contexts)[cells["context"][keep]]),
+                "context_length": pa.array(contexts[cells["context"][keep]]),
+                "within_max_context": pa.array(contexts[cells["context"][keep]] <= limit[ss]),
                 "batch_size": pa.array(np.asarray(task.batches)[cells["batch"][keep]]),
                 "acceptance_scenario": pa.array(scenario[keep]),
                 "acceptance_rate": pa.array(alphas[ss, scenario[keep]]),
@@ -206,8 +230,9 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
 
 
 def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
-    """Per (GPU, target) of the chunk: rows scored, rows that fit, and the row that needs the
-    least memory for its budget (what came closest when nothing fits)."""
+    """Per (GPU, target) of the chunk: rows scored, rows that fit, rows beyond the models' max
+    context, and the row that needs the least memory for its budget (what came closest when
+    nothing fits)."""
     share = scored.columns["share_of_budget"]
     outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
     order = np.lexsort((np.arange(share.size), share, outer))
@@ -215,13 +240,19 @@ def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
     shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
     s, c, b, _ = np.unravel_index(first, shape)
     settings = task.settings
+    within = within_max_context(task, np.arange(share.size))
+
+    def count(mask: BoolArray) -> IntArray:  # rows of each (GPU, target) where mask holds
+        return np.bincount(outer, weights=mask)[outer[first]].astype(np.int64)
+
     columns = {
         "gpu": _per_setting([x.gpu for x in settings], s),
         "target": _per_setting([x.target for x in settings], s),
         "rows": pa.array(np.bincount(outer)[outer[first]].astype(np.int64)),
-        "fitting_rows": pa.array(
-            np.bincount(outer, weights=scored.valid)[outer[first]].astype(np.int64)
-        ),
+        "fitting_rows": pa.array(count(scored.valid)),
+        "beyond_max_context_rows": pa.array(count(~within)),
+        "fitting_within_max_context_rows": pa.array(count(scored.valid & within)),
+        "target_max_context_tokens": pa.array(_context_limits(task)[0][s]),
         "closest_share_of_budget": pa.array(share[first]),
         "closest_tp": pa.array(np.asarray([x.tp for x in settings], dtype=np.int64)[s]),
         "closest_target_quant": _per_setting([x.target_quant for x in settings], s),
@@ -244,7 +275,14 @@ def merge_coverage(parts: pl.LazyFrame) -> pl.LazyFrame:
     return (
         parts.sort(["gpu", "target", "closest_share_of_budget"], maintain_order=True)
         .group_by(["gpu", "target"], maintain_order=True)
-        .agg(pl.col("rows").sum(), pl.col("fitting_rows").sum(), *(pl.first(c) for c in closest))
+        .agg(
+            pl.col("rows").sum(),
+            pl.col("fitting_rows").sum(),
+            pl.col("beyond_max_context_rows").sum(),
+            pl.col("fitting_within_max_context_rows").sum(),
+            pl.first("target_max_context_tokens"),
+            *(pl.first(c) for c in closest),
+        )
     )
 
 
@@ -294,8 +332,8 @@ register_table(
     OutputTable(
         name="best_pairs",
         description="per (GPU, target, context, batch, α scenario): the top options that beat "
-        "plain "
-        "decoding, ranked by speculative tokens/s per GPU",
+        "plain decoding at a context the models hold, ranked by speculative tokens/s per GPU, "
+        "then speedup, then memory",
         build=from_scores(best_table, table_columns(with_rank=True)),
         columns=table_columns(with_rank=True),
     )
