@@ -87,6 +87,13 @@ def test_draft_k_auto_reports_the_k_it_chose(runner):
     assert any(note.startswith("--draft-k auto: ") for note in data["notes"])
 
 
+def test_draft_k_auto_searches_up_to_a_max_k_below_the_default_k(runner):
+    """--max-k 2 bounds the search even though the default K (4) is larger."""
+    data = run_json(runner, *LOAD, "--draft-k", "auto", "--max-k", "2")
+    assert 0 <= data["speculative"]["draft_k"] <= 2
+    assert any("screened K = 1..2;" in note for note in data["notes"]), data["notes"]
+
+
 def test_a_draft_that_leaves_no_kv_room_at_any_k_is_plain_decoding(runner):
     """Llama-3.3-70B in FP8 (about 70 GB of weights) on one 80 GB A100 keeps a small KV pool;
     its EAGLE-3 head's weights and KV leave none at any K: auto answers K = 0 and says why."""

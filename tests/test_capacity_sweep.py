@@ -321,3 +321,54 @@ def test_a_bad_workload_or_sla_entry_names_its_file_line_and_key(runner, tmp_pat
     result = runner.invoke(app, ["sweep", "validate", str(path)])
     assert result.exit_code == 2
     assert result.stderr == f"error: {path}: {message.format(folder=tmp_path)}\n"
+
+
+# llama-2-7b holds 4,096 positions (its config.json's max_position_embeddings); a 6,000-token
+# prompt with a 300-token answer is beyond it, within llama-3.1-8b's 131,072.
+LONG_PROMPTS = """\
+name: long-prompts
+pairs:
+  - {target: llama-3.1-8b, draft: ngram, acceptance_rates: [0.5]}
+  - {target: llama-2-7b, draft: ngram, acceptance_rates: [0.5]}
+methods: [ngram]
+target_quants: [fp16]
+draft_quants: [fp16]
+gpus: [{name: h100, tp: [1]}]
+context_lengths: [4096]
+batch_sizes: [1]
+draft_k: {start: 1, stop: 2, step: 1}
+engine: vllm
+workloads:
+  - {name: rag, input_tokens: 6000, output_tokens: 300}
+slas:
+  relaxed: "ttft:p99<=5s;tpot:p99<=100ms"
+target_request_rates: [2]
+capacity: {requests: 200, simulate_top: 1}
+"""
+
+
+def test_a_workload_beyond_a_models_context_never_answers_best(tmp_path, runner):
+    path = tmp_path / "long.yaml"
+    path.write_text(LONG_PROMPTS)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    table = pl.read_parquet(out / "capacity.parquet")
+    held = dict(zip(table["target"], table["within_max_context"], strict=True))
+    assert held == {"llama-3.1-8b": True, "llama-2-7b": False}
+    limits = dict(zip(table["target"], table["target_max_context_tokens"], strict=True))
+    assert limits == {"llama-3.1-8b": 131072, "llama-2-7b": 4096}
+    args = ["best", str(out), "--request-rate", "2", "--sla", "relaxed", "--json"]
+    answer = json.loads(runner.invoke(app, args).output)
+    chosen = {row[arm]["target"] for row in answer["rows"] for arm in ("plain", "speculative")}
+    assert chosen == {"llama-3.1-8b"}
+    assert (
+        "llama-2-7b cannot hold the rag workload's requests (max_position_embeddings)"
+        in (answer["notes"])
+    )
+    alone = runner.invoke(app, [*args[:-1], "--target", "llama-2-7b"])
+    assert alone.exit_code == 2
+    assert alone.output.strip().endswith(
+        "no deployment holds the rag workload's longest request (prompt plus answer) within "
+        "its models' max_position_embeddings"
+    ), alone.output

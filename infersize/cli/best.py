@@ -140,3 +140,5 @@ def _print_fleet(out_dir: Path, options: dict[str, object], as_json: bool) -> No
         return
     title = f"Fewest {'GPUs' if ask.by == 'gpus' else 'dollars'} per GPU type: " + answer.notes[0]
     render_table(console(), title, FLEET_COLUMNS, fleet_rows(answer.rows))
+    for note in answer.notes[1:]:
+        typer.echo(f"note: {note}")

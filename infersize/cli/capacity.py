@@ -135,8 +135,9 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         options
         | {
             "draft": None if no_draft else options["draft"],
-            "draft_k": max(draft_k, 1),
-            "max_k": max(options["max_k"], draft_k),
+            # auto: K is chosen in 1..--max-k; a K given raises --max-k to itself
+            "draft_k": max(min(draft_k, options["max_k"]) if auto else draft_k, 1),
+            "max_k": options["max_k"] if auto else max(options["max_k"], draft_k),
             "context_length": max(i + o for i, o in zip(inputs, outputs, strict=True)),
         }
     )

@@ -138,7 +138,12 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
 ReplicaCache = dict[tuple[object, ...], Replica]
 
 
-class NoKvRoomError(InfersizeError):
+class UnservableError(InfersizeError):
+    """The deployment cannot serve at all: the GPU cannot run its precisions, or its weights
+    leave no room for a KV cache (an answer of zero capacity in a sweep, not a failure)."""
+
+
+class NoKvRoomError(UnservableError):
     """The weights (with the draft's, at K > 0) leave no room for a KV cache."""
 
 
@@ -349,7 +354,7 @@ def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
         )
     prepared = prepare(req.spec, catalog)
     if prepared.deployment.support.level == "unsupported":
-        raise InfersizeError(
+        raise UnservableError(
             f"{prepared.deployment.gpu.name} cannot run this deployment: "
             f"{prepared.deployment.support.reason}"
         )

@@ -129,7 +129,14 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
             frame = frame.filter(pl.col(column) == value)
             if frame.is_empty():
                 raise ValueRangeError(column, f"'{value}' is not in this sweep's capacity table")
-    frame = _priced(frame, ask.request_rate, headroom)
+    held = frame.filter(pl.col("within_max_context"))
+    beyond = sorted(set(frame["target"].to_list()) - set(held["target"].to_list()))
+    if held.is_empty():
+        raise InfersizeError(
+            f"{out_dir}: no deployment holds the {workload} workload's longest request "
+            f"(prompt plus answer) within its models' max_position_embeddings"
+        )
+    frame = _priced(held, ask.request_rate, headroom)
     rows = []
     for gpu in sorted(frame["gpu"].unique().to_list()):
         of_gpu = frame.filter(pl.col("gpu") == gpu)
@@ -142,7 +149,9 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
     notes = [
         f"{workload} at {ask.request_rate:g} requests/s, SLA {sla}; α scenario {scenario}; "
         f"headroom {headroom:g}",
-    ]
+        *(f"{target} cannot hold the {workload} workload's requests (max_position_embeddings)"
+          for target in beyond),
+    ]  # fmt: skip
     return FleetAnswer(rows=rows, workload=workload, scenario=scenario, notes=notes)
 
 

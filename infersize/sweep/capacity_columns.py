@@ -46,6 +46,28 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
         description="mean answer tokens of the workload's requests",
     ),
     Column(name="arrival", kind="str", unit="", description="arrival process (poisson, ...)"),
+    Column(
+        name="within_max_context",
+        kind="bool",
+        unit="",
+        description="the workload's longest request (prompt plus answer) is at most "
+        "target_max_context_tokens and draft_max_context_tokens: false rows are what-ifs the "
+        "models cannot serve (without rope scaling) and never answer `infersize best "
+        "--request-rate`",
+    ),
+    Column(
+        name="target_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the target's max_position_embeddings: the longest sequence it holds",
+    ),
+    Column(
+        name="draft_max_context_tokens",
+        kind="int",
+        unit="tokens",
+        description="the draft model's max_position_embeddings; null for heads, n-gram lookup "
+        "and plain decoding",
+    ),
     Column(name="sla", kind="str", unit="", description="the SLA's name in the sweep"),
     Column(
         name="sla_terms", kind="str", unit="", description="the SLA, as capacity --sla reads it"

@@ -22,6 +22,7 @@ from infersize.catalog.store import Catalog
 from infersize.core.meanfield import mean_field, sustained_rate
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
+from infersize.defaults import DEFAULTS
 from infersize.service.capacity import (
     Arm,
     CapacityRequest,
@@ -101,7 +102,9 @@ def capacity_request(
     longest = max(i + o for i, o in zip(w.input_tokens, w.output_tokens, strict=True))
     tree = scoring.eagle_topk > 1
     spec = SpecRequest(
-        deployment=deployment, engine=scoring.engine, max_k=max_k, context_length=longest,
+        deployment=deployment, engine=scoring.engine, max_k=max_k,
+        draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
+        context_length=longest,
         acceptance_rate=None if s.profile else s.alphas[case.scenario],
         acceptance_rates=s.profile, eagle_topk=scoring.eagle_topk,
         num_draft_tokens=scoring.num_draft_tokens if tree else None,

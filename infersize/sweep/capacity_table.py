@@ -16,8 +16,7 @@ import pyarrow.compute as pc
 from infersize.catalog.records import Gpu
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.deployment import hourly_price
-from infersize.errors import InfersizeError
-from infersize.service.capacity import CapacityRequest, prepare_capacity
+from infersize.service.capacity import CapacityRequest, UnservableError, prepare_capacity
 from infersize.sweep.capacity_columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity_rows import (
     Answer,
@@ -43,7 +42,7 @@ def _screened(case: Case, request: CapacityRequest, catalog: Catalog, cache: Row
     try:
         prepared = prepare_capacity(request, catalog)
         return screen(prepared, request, case.workload.target_request_rates, cache)
-    except InfersizeError:  # the GPU cannot run it, or the target leaves no room for a KV cache
+    except UnservableError:  # the GPU cannot run it, or the target leaves no room for a KV cache
         return NO_ROOM
 
 
@@ -84,6 +83,15 @@ def chunk_answers(
     return list(zip(cases, answers, strict=True))
 
 
+def _within_max_context(case: Case) -> bool:
+    """Whether the workload's longest request (prompt plus answer) fits both models'
+    positions."""
+    w, s = case.workload, case.setting
+    longest = max(i + o for i, o in zip(w.input_tokens, w.output_tokens, strict=True))
+    limits = [s.target_max_context_tokens, s.draft_max_context_tokens]
+    return all(limit is None or longest <= limit for limit in limits)
+
+
 def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) -> dict[str, Any]:
     s, w = case.setting, case.workload
     price_or_nan = hourly_price(gpu, s.price_usd_per_hour)
@@ -97,6 +105,9 @@ def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) 
         "draft": s.draft, "draft_quant": s.draft_quant, "workload": w.name,
         "input_tokens": sum(w.input_tokens) / len(w.input_tokens),
         "output_tokens": sum(w.output_tokens) / len(w.output_tokens), "arrival": w.arrival,
+        "within_max_context": _within_max_context(case),
+        "target_max_context_tokens": s.target_max_context_tokens,
+        "draft_max_context_tokens": s.draft_max_context_tokens,
         "sla": case.sla_name, "sla_terms": case.sla, "acceptance_scenario": case.scenario,
         "acceptance_rate": s.alphas[case.scenario], "target_request_rate": rate,
         "engine": "", "price_usd_per_hour": price, "draft_k": answer.draft_k,
