@@ -149,6 +149,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         acceptance_rate=alpha if dep.draft else req.acceptance_rate,
         acceptance_source=acceptance.source if acceptance else "given",
         acceptance_rates=req.acceptance_rates if dep.draft else None,
+        acceptance_positions=prepared.positions if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
         eagle_topk=prepared.tree.topk if dep.draft else None,
         num_draft_tokens=int(prepared.tree.verify_tokens(req.draft_k)) if dep.draft else None,
@@ -192,8 +193,20 @@ def _lead_notes(
         return (why, *notes)
     if acceptance is not None:
         why = f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own"
-        return (why, *notes)
-    return notes
+        return (why, *_positions_notes(result), *notes)
+    return (*_positions_notes(result), *notes)
+
+
+def _positions_notes(result: SpecResult) -> tuple[str, ...]:
+    """Say that a figure measured at one K was not extrapolated past it."""
+    m = result.acceptance_positions
+    if m is None:
+        return ()
+    return (
+        f"α {result.acceptance_rate:.3f} was measured at K={m}: positions past {m} are not "
+        f"credited (no per-position acceptance of {result.method} heads is published to "
+        f"extrapolate with), so the K search stops at {m}; give --acceptance-rates to price more",
+    )
 
 
 def _profile_notes(rates: tuple[float, ...], draft_k: int, result: SpecResult) -> tuple[str, ...]:

@@ -93,6 +93,9 @@ class SpecResult:
     # per-position acceptance r_1, r_2, … as given (vLLM's "Per-position acceptance rate");
     # acceptance_rate is then the i.i.d. α with the same mean acceptance length at draft_k
     acceptance_rates: tuple[float, ...] | None = None
+    # the positions a published figure speaks for (its measured K): none is credited past
+    # them, so optimal_k is at most this; None: α extrapolated i.i.d. to every position
+    acceptance_positions: int | None = None
     draft_k: int | None
     eagle_topk: int | None = None  # draft candidates per node: 1 a chain, more a tree
     num_draft_tokens: int | None = None  # tokens verified per sequence (a chain: K + 1)

@@ -103,7 +103,8 @@ def capacity_request(
     spec = SpecRequest(
         deployment=deployment, engine=scoring.engine, max_k=max_k, context_length=longest,
         acceptance_rate=None if s.profile else s.alphas[case.scenario],
-        acceptance_rates=s.profile, eagle_topk=scoring.eagle_topk,
+        acceptance_rates=s.profile, acceptance_positions=s.acceptance_positions,
+        eagle_topk=scoring.eagle_topk,
         num_draft_tokens=scoring.num_draft_tokens if tree else None,
     )  # fmt: skip
     traffic = Traffic(
