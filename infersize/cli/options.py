@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from infersize.cli.completion import (
+    complete_drafter,
+    complete_engine,
+    complete_gpu,
+    complete_method,
+    complete_model,
+)
 from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
@@ -24,6 +31,7 @@ Target = Annotated[
     typer.Option(
         "--target",
         help="Target: catalog id or alias, a local HF folder, a .gguf file, or hf:ORG/NAME.",
+        autocompletion=complete_model,
     ),
 ]
 TargetQuant = Annotated[
@@ -33,13 +41,21 @@ TargetQuant = Annotated[
         help="Target weight precision (auto: the checkpoint's own, exact bytes from its files).",
     ),
 ]
-Draft = Annotated[str, typer.Option("--draft", help="Draft model, or 'none' for the target alone.")]
+Draft = Annotated[
+    str,
+    typer.Option(
+        "--draft",
+        help="Draft model, or 'none' for the target alone.",
+        autocompletion=complete_drafter,
+    ),
+]
 OptionalDraft = Annotated[
     str | None,
     typer.Option(
         "--draft",
         help="Draft model, speculator head or 'ngram'; 'none' for the target alone "
         "(may be left out with --method: the catalog's published head).",
+        autocompletion=complete_drafter,
     ),
 ]
 Method = Annotated[
@@ -48,10 +64,18 @@ Method = Annotated[
         "--method",
         help="Speculative method, vLLM's names: "
         f"{', '.join(METHODS)}. Without --draft, the catalog's published drafter for the target.",
+        autocompletion=complete_method,
     ),
 ]
 DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight precision.")]
-Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
+Gpu = Annotated[
+    str,
+    typer.Option(
+        "--gpu",
+        help="GPU (id or alias, e.g. a100, h100, l40s, 4090).",
+        autocompletion=complete_gpu,
+    ),
+]
 ContextLength = Annotated[int, typer.Option("--context-length", help="Tokens per sequence.")]
 AcceptanceRate = Annotated[
     float | None,
@@ -106,6 +130,7 @@ Engine = Annotated[
         help="Memory rules and latency constants: "
         + "; ".join(f"{name}: {e.description}" for name, e in ENGINES.items())
         + ".",
+        autocompletion=complete_engine,
     ),
 ]
 GpuMemoryUtilization = Annotated[
@@ -239,7 +264,18 @@ SliceScenario = Annotated[
         "--scenario", help="Acceptance scenario, when pairs have their own α (default: the middle)."
     ),
 ]
-GpuFilter = Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")]
+GpuFilter = Annotated[
+    str | None,
+    typer.Option("--gpu", help="Only this GPU (id or alias).", autocompletion=complete_gpu),
+]
+TargetFilter = Annotated[
+    str | None,
+    typer.Option("--target", help="Only this target model.", autocompletion=complete_model),
+]
+EngineFilter = Annotated[
+    str | None,
+    typer.Option("--engine", help="Only this engine.", autocompletion=complete_engine),
+]
 
 
 def rates_list(text: str | None) -> tuple[float, ...] | None:

@@ -18,6 +18,22 @@ def _alias_note(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> li
     return [f"'{req.gpu}' means the {dep.gpu.name}{also}"]
 
 
+def _variant_notes(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> list[str]:
+    """Say which entry a pasted Hub id (another variant, or without its organisation) became."""
+    notes = []
+    for asked, side in ((req.target, dep.target), (req.draft, dep.draft)):
+        if side is None or asked is None:
+            continue
+        model = side.model
+        from_catalog = catalog.models.records.get(model.id) == model  # not a checkpoint read
+        if from_catalog and asked.strip().lower() not in catalog.models.names:
+            notes.append(
+                f"'{asked}' is sized as {model.id} ({model.hf_repo}): instruct, chat and base "
+                "variants share its architecture"
+            )
+    return notes
+
+
 def spec_notes(
     req: DeploymentRequest,
     context_length: int,
@@ -26,7 +42,7 @@ def spec_notes(
     model: SpeedupModel,
     result: SpecResult,
 ) -> tuple[str, ...]:
-    notes = _alias_note(req, catalog, dep)
+    notes = _alias_note(req, catalog, dep) + _variant_notes(req, catalog, dep)
     for side in (dep.target, dep.draft):
         if (
             side
