@@ -162,6 +162,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
     notes = (*_lead_notes(req, dep, result, acceptance, alpha), *notes)
+    notes = tuple(sorted(notes, key=lambda note: not note.startswith("warning: ")))  # first
     return dataclasses.replace(result, notes=notes)
 
 

@@ -4,9 +4,12 @@ names they gave and the model that produced the numbers."""
 from __future__ import annotations
 
 from infersize.catalog.store import Catalog
+from infersize.core.deployment import draft_is_smaller
 from infersize.core.speedup import SpeedupModel
 from infersize.service.resolve import Deployment, DeploymentRequest
 from infersize.service.spec_result import SpecResult
+
+WARNING = "warning: "  # a note the panel prints as a warning
 
 
 def _alias_note(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> list[str]:
@@ -32,6 +35,16 @@ def _variant_notes(req: DeploymentRequest, catalog: Catalog, dep: Deployment) ->
                 "variants share its architecture"
             )
     return notes
+
+
+def _big_draft_warning(dep: Deployment) -> str:
+    assert dep.draft is not None
+    target, draft = dep.target, dep.draft
+    return (
+        f"{WARNING}draft {draft.model.id} ({draft.counts.total / 1e9:.2f} B parameters) is at "
+        f"least as big as its target {target.model.id} ({target.counts.total / 1e9:.2f} B): "
+        "a draft pays only when a pass costs much less than the target's"
+    )
 
 
 def spec_notes(
@@ -60,6 +73,8 @@ def spec_notes(
             f"{target.id}'s tokenizer ({target.tokenizer_family}): the speedup "
             "assumes an engine that drafts across tokenizers"
         )
+    if draft and not draft.is_speculator_head and not draft_is_smaller(target, draft):
+        notes.insert(0, _big_draft_warning(dep))
     if draft and model.note:
         notes.append(model.note)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:
