@@ -349,6 +349,9 @@ class WeightFormat(Record):
     compute_dtype: ComputeDtype
     exact: bool
     aliases: list[str] = field(default_factory=list)
+    # the engine families (configs/support.yaml) whose own checkpoints hold it: "would fit"
+    # proposes only these (empty: every family)
+    engine_families: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -356,6 +359,7 @@ class KvDtype(Record):
     id: CatalogId
     bytes_per_element: PositiveFloat
     aliases: list[str] = field(default_factory=list)
+    engine_families: list[str] = field(default_factory=list)  # that cache in it (empty: all)
 
 
 @dataclass(frozen=True)
