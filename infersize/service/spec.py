@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
+from infersize.core.confidence import decode_confidence
 from infersize.core.evaluate import Evaluation, Point
 from infersize.core.methods import method_of
 from infersize.service.fit_limits import Ask, fit_limits
@@ -159,11 +161,17 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         **dataclasses.asdict(fit_limits(req.deployment, dep, catalog, ask)),
         **_throughput_fields(at_k, memory["fits"]),
         price_usd_per_hour=None if math.isnan(price) else price,
+        confidence=str(decode_confidence(*_experts(dep.target.model), req.batch_size)),
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
     notes = (*_lead_notes(req, dep, result, acceptance, alpha), *notes)
     notes = tuple(sorted(notes, key=lambda note: not note.startswith("warning: ")))  # first
     return dataclasses.replace(result, notes=notes)
+
+
+def _experts(model: Model) -> tuple[int, int]:
+    """A target's routed experts per layer and experts per token (0, 0: dense)."""
+    return model.num_experts or 0, model.num_experts_per_tok or 0
 
 
 def _lead_notes(

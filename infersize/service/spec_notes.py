@@ -4,6 +4,7 @@ names they gave and the model that produced the numbers."""
 from __future__ import annotations
 
 from infersize.catalog.store import Catalog
+from infersize.core.confidence import LOW, low_confidence_reason
 from infersize.core.deployment import draft_is_smaller
 from infersize.core.speedup import SpeedupModel
 from infersize.service.resolve import Deployment, DeploymentRequest
@@ -75,6 +76,11 @@ def spec_notes(
         )
     if draft and not draft.is_speculator_head and not draft_is_smaller(target, draft):
         notes.insert(0, _big_draft_warning(dep))
+    if result.confidence == LOW and result.speedup is not None:
+        notes.append(
+            low_confidence_reason(target.num_experts or 0, target.num_experts_per_tok or 0,
+                                  result.batch_size)
+        )  # fmt: skip
     if draft and model.note:
         notes.append(model.note)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:

@@ -123,4 +123,7 @@ class SpecResult:
     speculative_ms_per_token: float | None
     price_usd_per_hour: float | None
     usd_per_mtok: float | None
+    # how far the speeds can be trusted (core/confidence.py): low for a MoE decode step that
+    # selects fewer experts than a layer holds
+    confidence: str = "high"
     notes: tuple[str, ...] = ()
