@@ -84,16 +84,25 @@ def test_the_note_says_positions_are_not_extrapolated(runner):
     assert "Optimal K:            1 -> " in result.output
     assert (
         "note: α 0.875 was measured at K=1: positions past 1 are not credited (no per-position "
-        "acceptance of mtp heads is published to extrapolate with), so the K search stops at 1; "
+        "acceptance of mtp heads is published to build on), so the K search stops at 1; "
         "give --acceptance-rates to price more"
     ) in result.output
 
 
-def test_a_given_alpha_is_extrapolated_as_before(runner):
+def test_a_given_alpha_is_extrapolated_unless_its_positions_are_given(runner):
     result = runner.invoke(app, [*SPEC, "--acceptance-rate", "0.875", "--json"])
     data = json.loads(result.output)
     assert data["acceptance_positions"] is None
     assert data["optimal_k"] > 1
+    limited = runner.invoke(app, [*SPEC, "--acceptance-rate", "0.875", "--acceptance-positions",
+                                  "2", "--json"])  # fmt: skip
+    data = json.loads(limited.output)
+    assert (data["acceptance_positions"], data["optimal_k"]) == (2, 2)
+    assert data["notes"][0] == (
+        "α 0.875 was measured at K=2: positions past 2 are not credited "
+        "(--acceptance-positions), so the K search stops at 2; give --acceptance-rates to price "
+        "more"
+    )
 
 
 MTP_SWEEP = """\

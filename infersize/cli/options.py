@@ -389,3 +389,11 @@ AcceptanceLength = Annotated[
         "instead of --acceptance-rate.",
     ),
 ]
+AcceptancePositions = Annotated[
+    int | None,
+    typer.Option(
+        "--acceptance-positions",
+        help="The K your --acceptance-rate was measured at: positions past it are not credited "
+        "and the K search stops there (default: every position, i.i.d.).",
+    ),
+]

@@ -211,10 +211,14 @@ def _positions_notes(result: SpecResult) -> tuple[str, ...]:
     m = result.acceptance_positions
     if m is None:
         return ()
+    why = (
+        "--acceptance-positions"
+        if result.acceptance_source == "given"
+        else f"no per-position acceptance of {result.method} heads is published to build on"
+    )
     return (
         f"α {result.acceptance_rate:.3f} was measured at K={m}: positions past {m} are not "
-        f"credited (no per-position acceptance of {result.method} heads is published to "
-        f"extrapolate with), so the K search stops at {m}; give --acceptance-rates to price more",
+        f"credited ({why}), so the K search stops at {m}; give --acceptance-rates to price more",
     )
 
 
