@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -74,8 +74,13 @@ def spec(
         from infersize.cli.plot import draw_spec_k_curve
 
         draw_spec_k_curve(request, catalogs, result, plot)
-    if as_json:
-        print_json(spec_json(result))
+    _show(spec_json(result) if as_json else result, units)
+
+
+def _show(result: Any, units: str) -> None:
+    """The JSON object, or the panel."""
+    if isinstance(result, dict):
+        print_json(result)
         return
     from infersize.show.spec_panel import render_spec
     from infersize.show.terminal import console
