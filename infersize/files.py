@@ -4,6 +4,7 @@ it. Reading inputs only from regular files of a bounded size."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -84,3 +85,23 @@ def read_input(path: Path, limit: int = MAX_TEXT_INPUT_BYTES) -> bytes:
     if len(data) > limit:
         raise InputFileError(f"{path}: over the {limit:,}-byte limit for it")
     return data
+
+
+# byte-order marks and the codec each names, longest first (UTF-32's LE mark starts UTF-16's)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """A text file's bytes as text, by its byte-order mark: UTF-8 (with or without one),
+    UTF-16 or UTF-32 (Windows PowerShell's `>` writes UTF-16 LE with a mark). Undecodable
+    bytes become U+FFFD, so a damaged line cannot hide the others."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    return data.decode("utf-8", errors="replace")

@@ -114,8 +114,23 @@ def test_a_target_swept_but_never_fitting_says_what_came_closest(runner, pairs_r
     coverage = pl.read_parquet(pairs_run / "coverage.parquet")
     row = coverage.filter((pl.col("gpu") == "l4") & (pl.col("target") == "llama-3.1-70b"))
     assert row["fitting_rows"].item() == 0 and row["closest_share_of_budget"].item() > 1
-    unknown = runner.invoke(app, ["best", str(pairs_run), "--target", "qwen2.5-7b"])
-    assert unknown.exit_code == 2 and "unknown target 'qwen2.5-7b'" in unknown.stderr
+    absent = runner.invoke(app, ["best", str(pairs_run), "--target", "qwen2.5-7b"])
+    assert (absent.exit_code, absent.stderr) == (
+        2,
+        "error: --target qwen2.5-7b is not in this sweep; it has llama-3.1-70b, llama-3.1-8b\n",
+    )
+    unknown = runner.invoke(app, ["best", str(pairs_run), "--target", "qwen9-7b"])
+    assert unknown.exit_code == 2 and "unknown target 'qwen9-7b'" in unknown.stderr
+
+
+def test_a_catalog_gpu_not_swept_is_not_in_this_sweep(runner, pairs_run):
+    result = runner.invoke(app, ["best", str(pairs_run), "--gpu", "t4"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: --gpu t4 is not in this sweep; it has a100-80gb-sxm, h100-sxm, l4\n",
+    )
+    typo = runner.invoke(app, ["best", str(pairs_run), "--gpu", "t44"])
+    assert typo.exit_code == 2 and typo.stderr.startswith("error: unknown gpu 't44'")
 
 
 def test_top_beyond_what_was_kept_says_so(runner, pairs_run):

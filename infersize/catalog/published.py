@@ -41,6 +41,14 @@ class PublishedAcceptance(Record):
     source: str
     notes: str | None = None
 
+    @property
+    def measured_k(self) -> int | None:
+        """The draft length the figure was measured at (the profile's positions where one
+        is published); None where the source does not fix it (dynamic K, not stated)."""
+        if self.per_position:
+            return len(self.per_position)
+        return int(self.draft_k) if self.draft_k.strip().isdigit() else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class AcceptancePrior(Record):

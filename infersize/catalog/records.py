@@ -4,10 +4,8 @@ Records are plain dataclasses, so a cached catalog loads without importing Pydan
 declarations are validated by Pydantic whenever records are read from files (validation.py): a
 field's constraints are `Check` markers in its annotation, rules across fields `check()`.
 
-`Model` keeps Hugging Face config.json field names so a config maps onto it key for key; the
-optional mixture-of-experts and latent-attention fields are read through the typed views `moe`
-and `mla`, which are None for models without them (the type says what is there, no flags).
-"""
+`Model` keeps config.json's field names (a config maps onto it key for key); its optional MoE
+and MLA fields are read through the typed views `moe` and `mla`, None for models without them."""
 
 from __future__ import annotations
 
@@ -349,6 +347,7 @@ class WeightFormat(Record):
     compute_dtype: ComputeDtype
     exact: bool
     aliases: list[str] = field(default_factory=list)
+    engine_families: list[str] = field(default_factory=list)  # whose checkpoints hold it (all)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -356,6 +355,7 @@ class KvDtype(Record):
     id: CatalogId
     bytes_per_element: PositiveFloat
     aliases: list[str] = field(default_factory=list)
+    engine_families: list[str] = field(default_factory=list)  # that cache in it (empty: all)
 
 
 @dataclass(frozen=True)

@@ -57,15 +57,46 @@ class Table(Generic[R]):
 
     def get(self, name: str) -> R:
         key = self.names.get(name.strip().lower())
+        if key is None and self.kind == "model":
+            key = self._hub_variant(name)
         if key is None:
             known = [n for n in self.names if "/" not in n]
             hint = "" if self.kind in ("model", "gpu") else "see configs/precisions.yaml"
             raise UnknownNameError(self.kind, name, known, hint)
         return self.records[key]
 
+    def _hub_variant(self, name: str) -> str | None:
+        """A Hub id as users paste it (vLLM logs `meta-llama/Llama-3.1-8B-Instruct`): with or
+        without its organisation, and its instruct, chat or base variant, which share the
+        entry's architecture and so its sizes. The repository name first, then the name
+        without variant words; an ambiguous name is refused with its candidates."""
+        asked = _without_org(name)
+        same = {rid for n, rid in self.names.items() if _without_org(n) == asked}
+        if len(same) == 1:
+            return same.pop()
+        variant = _variant_key(asked)
+        found = sorted({rid for n, rid in self.names.items() if _variant_key(n) == variant})
+        if len(found) > 1:
+            raise UnknownNameError(self.kind, name, found)
+        return found[0] if found else None
+
     def is_alias(self, name: str) -> bool:
         """True when `name` reached a record through an alias rather than its id."""
         return name.strip().lower() != self.names.get(name.strip().lower(), "").lower()
+
+
+# words that name a checkpoint's variant, not its architecture (Hub repository names)
+VARIANT_WORDS = frozenset({"instruct", "it", "chat", "base", "hf"})
+
+
+def _without_org(name: str) -> str:
+    """A Hub id's repository part, lower-cased ('meta-llama/Llama-3.1-8B' -> 'llama-3.1-8b')."""
+    text = name.strip().lower()
+    return text.split("/", 1)[1] if "/" in text else text
+
+
+def _variant_key(name: str) -> str:
+    return "-".join(w for w in name.split("-") if w not in VARIANT_WORDS)
 
 
 # n-gram prompt lookup (vLLM method "ngram") as a drafter: no weights, no KV cache, no GPU

@@ -135,6 +135,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    # every subcommand's context inherits these from the root's
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 

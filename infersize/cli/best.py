@@ -53,7 +53,7 @@ def print_best(
 def best(
     output_dir: opt.OutputDir,
     gpu: opt.GpuFilter = None,
-    target: Annotated[str | None, typer.Option("--target", help="Only this target model.")] = None,
+    target: opt.TargetFilter = None,
     tp: Annotated[int | None, typer.Option("--tp", help="Only this tensor-parallel size.")] = None,
     target_quant: Annotated[
         str | None, typer.Option("--target-quant", help="Only this target precision.")
@@ -61,7 +61,7 @@ def best(
     draft_quant: Annotated[
         str | None, typer.Option("--draft-quant", help="Only this draft precision.")
     ] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="Only this engine.")] = None,
+    engine: opt.EngineFilter = None,
     context: opt.SliceContext = None,
     batch: opt.SliceBatch = None,
     alpha: opt.SliceAlpha = None,

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from infersize.cli import options as opt
+from infersize.cli import serving_options as serving
 from infersize.cli.app import app, print_json
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
@@ -61,17 +62,17 @@ def capacity(
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
     max_k: opt.MaxK = DEFAULTS.max_k,
-    input_tokens: opt.InputTokens = None,
-    output_tokens: opt.OutputTokens = None,
-    lengths: opt.LengthsFile = None,
-    request_rate: opt.RequestRate = None,
-    concurrency: opt.Concurrency = None,
-    arrival: opt.Arrival = DEFAULTS.arrival,
-    sla: opt.Sla = None,
-    target_request_rate: opt.TargetRequestRate = None,
-    headroom: opt.Headroom = DEFAULTS.headroom,
-    requests: opt.Requests = DEFAULTS.capacity_requests,
-    seed: opt.Seed = DEFAULTS.seed,
+    input_tokens: serving.InputTokens = None,
+    output_tokens: serving.OutputTokens = None,
+    lengths: serving.LengthsFile = None,
+    request_rate: serving.RequestRate = None,
+    concurrency: serving.Concurrency = None,
+    arrival: serving.Arrival = DEFAULTS.arrival,
+    sla: serving.Sla = None,
+    target_request_rate: serving.TargetRequestRate = None,
+    headroom: serving.Headroom = DEFAULTS.headroom,
+    requests: serving.Requests = DEFAULTS.capacity_requests,
+    seed: serving.Seed = DEFAULTS.seed,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
     plot: Plot = None,

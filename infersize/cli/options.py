@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from infersize.cli.completion import (
+    complete_drafter,
+    complete_engine,
+    complete_gpu,
+    complete_method,
+    complete_model,
+)
 from infersize.core.engines import ENGINES
 from infersize.core.methods import METHODS
 from infersize.core.speedup import SPEEDUP_MODELS
@@ -25,6 +32,7 @@ Target = Annotated[
     typer.Option(
         "--target",
         help="Target: catalog id or alias, a local HF folder, a .gguf file, or hf:ORG/NAME.",
+        autocompletion=complete_model,
     ),
 ]
 TargetQuant = Annotated[
@@ -34,13 +42,21 @@ TargetQuant = Annotated[
         help="Target weight precision (auto: the checkpoint's own, exact bytes from its files).",
     ),
 ]
-Draft = Annotated[str, typer.Option("--draft", help="Draft model, or 'none' for the target alone.")]
+Draft = Annotated[
+    str,
+    typer.Option(
+        "--draft",
+        help="Draft model, or 'none' for the target alone.",
+        autocompletion=complete_drafter,
+    ),
+]
 OptionalDraft = Annotated[
     str | None,
     typer.Option(
         "--draft",
         help="Draft model, speculator head or 'ngram'; 'none' for the target alone "
         "(may be left out with --method: the catalog's published head).",
+        autocompletion=complete_drafter,
     ),
 ]
 Method = Annotated[
@@ -49,10 +65,18 @@ Method = Annotated[
         "--method",
         help="Speculative method, vLLM's names: "
         f"{', '.join(METHODS)}. Without --draft, the catalog's published drafter for the target.",
+        autocompletion=complete_method,
     ),
 ]
 DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Draft weight precision.")]
-Gpu = Annotated[str, typer.Option("--gpu", help="GPU (id or alias, e.g. a100, h100, l40s, 4090).")]
+Gpu = Annotated[
+    str,
+    typer.Option(
+        "--gpu",
+        help="GPU (id or alias, e.g. a100, h100, l40s, 4090).",
+        autocompletion=complete_gpu,
+    ),
+]
 ContextLength = Annotated[
     int,
     typer.Option(
@@ -133,6 +157,7 @@ Engine = Annotated[
         help="Memory rules and latency constants: "
         + "; ".join(f"{name}: {e.description}" for name, e in ENGINES.items())
         + ".",
+        autocompletion=complete_engine,
     ),
 ]
 GpuMemoryUtilization = Annotated[
@@ -266,7 +291,18 @@ SliceScenario = Annotated[
         "--scenario", help="Acceptance scenario, when pairs have their own α (default: the middle)."
     ),
 ]
-GpuFilter = Annotated[str | None, typer.Option("--gpu", help="Only this GPU (id or alias).")]
+GpuFilter = Annotated[
+    str | None,
+    typer.Option("--gpu", help="Only this GPU (id or alias).", autocompletion=complete_gpu),
+]
+TargetFilter = Annotated[
+    str | None,
+    typer.Option("--target", help="Only this target model.", autocompletion=complete_model),
+]
+EngineFilter = Annotated[
+    str | None,
+    typer.Option("--engine", help="Only this engine.", autocompletion=complete_engine),
+]
 
 
 def rates_list(text: str | None) -> tuple[float, ...] | None:
@@ -316,61 +352,6 @@ def spec_request(options: Mapping[str, Any]) -> SpecRequest:
     )
 
 
-# Serving capacity (capacity; capacity sweeps read the same names)
-InputTokens = Annotated[
-    int | None, typer.Option("--input-tokens", help="Prompt tokens of every request.")
-]
-OutputTokens = Annotated[
-    int | None, typer.Option("--output-tokens", help="Answer tokens of every request.")
-]
-LengthsFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--lengths",
-        help="A trace to replay instead: CSV, JSON Lines or Parquet with columns input_tokens "
-        "and output_tokens.",
-    ),
-]
-RequestRate = Annotated[
-    float | None,
-    typer.Option("--request-rate", help="Open loop: requests per second arriving."),
-]
-Concurrency = Annotated[
-    int | None,
-    typer.Option(
-        "--concurrency",
-        help="Closed loop: N clients, each sending its next request when its last one ends "
-        "(vllm bench serve --max-concurrency).",
-    ),
-]
-Arrival = Annotated[
-    str,
-    typer.Option(
-        "--arrival",
-        help="Arrival process of --request-rate: poisson, constant or gamma:CV (burstier "
-        "above CV 1).",
-    ),
-]
-Sla = Annotated[
-    str | None,
-    typer.Option(
-        "--sla",
-        help='Latency target, e.g. "ttft:p99<=2000ms;tpot:p99<=50ms": metrics ttft, tpot, itl, '
-        "e2e; statistics mean, p50, p90, p95, p99; units ms or s.",
-    ),
-]
-TargetRequestRate = Annotated[
-    float | None,
-    typer.Option(
-        "--target-request-rate",
-        help="The fleet's load (requests/s): replicas and GPUs to serve it at the SLA.",
-    ),
-]
-Headroom = Annotated[
-    float, typer.Option("--headroom", help="Replicas for headroom × the target rate (≥ 1).")
-]
-Requests = Annotated[int, typer.Option("--requests", help="Requests simulated per run.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the arrival and acceptance draws.")]
 AcceptanceLength = Annotated[
     float | None,
     typer.Option(
@@ -378,5 +359,13 @@ AcceptanceLength = Annotated[
         help="Mean acceptance length E at --draft-k (and the tree), as engines log it (vLLM "
         "'Mean acceptance length', SGLang 'accept len', TensorRT-LLM's acceptance length): "
         "instead of --acceptance-rate.",
+    ),
+]
+AcceptancePositions = Annotated[
+    int | None,
+    typer.Option(
+        "--acceptance-positions",
+        help="The K your --acceptance-rate was measured at: positions past it are not credited "
+        "and the K search stops there (default: every position, i.i.d.).",
     ),
 ]

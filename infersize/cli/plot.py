@@ -9,6 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app
+from infersize.cli.completion import complete_gpu, complete_model
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
@@ -106,7 +107,14 @@ def plot_batch(
 )
 def plot_frontier(
     output_dir: opt.OutputDir,
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],
+    gpu: Annotated[
+        str,
+        typer.Option(
+            "--gpu",
+            help="GPU as in the tables (catalog aliases work).",
+            autocompletion=complete_gpu,
+        ),
+    ],
     out: opt.FigureOut,
     alpha: opt.SliceAlpha = None,
     context: opt.SliceContext = None,
@@ -137,8 +145,20 @@ def plot_frontier(
 )
 def plot_methods(
     output_dir: opt.OutputDir,
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU as in the tables (catalog aliases work).")],
-    target: Annotated[str, typer.Option("--target", help="Target model as in the tables.")],
+    gpu: Annotated[
+        str,
+        typer.Option(
+            "--gpu",
+            help="GPU as in the tables (catalog aliases work).",
+            autocompletion=complete_gpu,
+        ),
+    ],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target", help="Target model as in the tables.", autocompletion=complete_model
+        ),
+    ],
     out: opt.FigureOut,
     context: opt.SliceContext = None,
     scenario: opt.SliceScenario = None,

@@ -36,6 +36,7 @@ def spec(
     acceptance_rate: opt.AcceptanceRate = None,
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
+    acceptance_positions: opt.AcceptancePositions = None,
     draft_k: opt.DraftK = DEFAULTS.draft_k,
     eagle_topk: opt.EagleTopk = DEFAULTS.eagle_topk,
     num_draft_tokens: opt.NumDraftTokens = None,
@@ -76,8 +77,13 @@ def spec(
         from infersize.cli.plot import draw_spec_k_curve
 
         draw_spec_k_curve(request, catalogs, result, plot)
-    if as_json:
-        print_json(spec_json(result))
+    _show(spec_json(result) if as_json else result, units)
+
+
+def _show(result: Any, units: str) -> None:
+    """The JSON object, or the panel."""
+    if isinstance(result, dict):
+        print_json(result)
         return
     from infersize.show.spec_panel import render_spec
     from infersize.show.terminal import console

@@ -73,3 +73,17 @@ def conditional_rates(rates: ArrayLike) -> FloatArray:
     before = np.concatenate([np.ones_like(r[..., :1]), r[..., :-1]], axis=-1)
     safe = np.where(before > 0.0, before, 1.0)
     return floats(np.where(before > 0.0, r / safe, 0.0))
+
+
+def limit_positions(rates: ArrayLike, positions: ArrayLike) -> FloatArray:
+    """The profile with every position past `positions` (broadcast against the profile's
+    leading axes; inf: none) set to 0: acceptance measured at K = m only, priced without
+    extrapolating it. E(K) then stays at E(m) past m while each draft pass still costs, so a
+    K search never goes past m. This is how a head's figure measured at one K is used when no
+    per-position profile of its method is published (DeepSeek-V3's MTP acceptance is that of
+    the second token with one MTP module, arXiv 2412.19437 §5.4.3; vLLM runs that one layer
+    again for K > 1, https://github.com/vllm-project/vllm/pull/13626, at an acceptance nobody
+    published for it)."""
+    r = floats(rates)
+    index = np.arange(1, r.shape[-1] + 1, dtype=np.float64)
+    return floats(np.where(index <= floats(positions)[..., None], r, 0.0))

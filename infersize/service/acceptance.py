@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infersize.catalog.published import PublishedAcceptance
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
 from infersize.core.acceptance import prior_alpha
@@ -22,6 +23,9 @@ class PairAcceptance:
     high: float
     source: str  # "published" or "prior"
     detail: str  # where the numbers come from, for notes and the report
+    # a head's figures hold up to the K they were measured at (core/profile.py
+    # limit_positions); None: extrapolated as Leviathan's i.i.d. α
+    positions: int | None = None
 
     @property
     def scenarios(self) -> tuple[float, float, float]:
@@ -45,8 +49,9 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
             f"({'; '.join(sources)}); lowest {min(alphas):g}, highest {max(alphas):g}"
         )
         return PairAcceptance(
-            low=min(alphas), expected=mean, high=max(alphas), source="published", detail=detail
-        )
+            low=min(alphas), expected=mean, high=max(alphas), source="published", detail=detail,
+            positions=head_positions(draft, rows),
+        )  # fmt: skip
     if draft.is_speculator_head:
         return _method_acceptance(target, draft, catalog)
     prior = catalog.prior
@@ -87,8 +92,23 @@ def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcc
         f"(none for {draft.id} on {target.id}); lowest {min(alphas):g}, highest {max(alphas):g}"
     )
     return PairAcceptance(
-        low=min(alphas), expected=mean, high=max(alphas), source="method", detail=detail
-    )
+        low=min(alphas), expected=mean, high=max(alphas), source="method", detail=detail,
+        positions=head_positions(draft, rows),
+    )  # fmt: skip
+
+
+def head_positions(draft: Model, rows: list[PublishedAcceptance]) -> int | None:
+    """How many positions a head's published figures speak for: the largest K they were
+    measured at. A head's acceptance falls with position faster than any one α says (each
+    position is one more pass of a layer trained for the first), and no per-position profile
+    of these heads is published to extrapolate with, so the K search stops there. Draft
+    models keep Leviathan's i.i.d. α (None), as the prior they are fitted to does."""
+    if not draft.is_speculator_head:
+        return None
+    measured = [r.measured_k for r in rows]
+    if not measured or any(k is None for k in measured):
+        return None
+    return max(k for k in measured if k is not None)
 
 
 def resolve_alpha(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from infersize.catalog.records import WeightFormat
+from infersize.catalog.records import KvDtype, WeightFormat
 from infersize.catalog.store import Catalog
 from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory
@@ -23,8 +23,10 @@ class FitLimits:
     max_fitting_context_length: int | None  # at the batch and K asked; None: not even 1 token
     max_fitting_batch_size: int | None  # at the context and K asked; None: not even 1 sequence
     min_fitting_tp: int | None  # smallest of 1, 2, 4, 8 that fits; None: none does
-    fitting_target_quant: str | None = None  # when it does not fit: the most bits that fit
-    fitting_kv_dtype: str | None = None  # when it does not fit: the widest KV dtype that fits
+    # when it does not fit: the least change of weight format and KV dtype (searched together)
+    # that fits, each None where it stays as asked
+    fitting_target_quant: str | None = None
+    fitting_kv_dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,49 +58,57 @@ def _fits_with(req: DeploymentRequest, catalog: Catalog, engine: Engine, ask: As
         return False
 
 
-def _lighter_formats(catalog: Catalog, dep: Deployment) -> list[WeightFormat]:
-    """Formats with fewer bits per weight than the target's that the GPU can run: natively
-    supported first, then most bits first (the least change)."""
+def _engine_runs(families: list[str], family: str) -> bool:
+    return not families or family in families
+
+
+def _lighter_formats(catalog: Catalog, dep: Deployment) -> list[tuple[int, WeightFormat]]:
+    """The target's format and those of fewer bits that the engine loads (its own checkpoint
+    formats) and the GPU runs, each with its support level (0 native)."""
     current, family = dep.target.fmt, dep.engine.support_family
-    levels = {
-        f.id: LEVELS.index(catalog.support(f.id, dep.gpu, family).level)
-        for f in catalog.weight_formats.records.values()
-        if f.linear_bits_per_weight < current.linear_bits_per_weight
-    }
-    runnable = [
-        catalog.weight_format(name)
-        for name, level in levels.items()
-        if LEVELS[level] != "unsupported"
+    out = []
+    for f in catalog.weight_formats.records.values():
+        lighter = f.linear_bits_per_weight < current.linear_bits_per_weight
+        if f.id != current.id and not (lighter and _engine_runs(f.engine_families, family)):
+            continue
+        level = LEVELS.index(catalog.support(f.id, dep.gpu, family).level)
+        if LEVELS[level] != "unsupported":
+            out.append((level, f))
+    return out
+
+
+def _narrower_kv(catalog: Catalog, dep: Deployment) -> list[KvDtype]:
+    """The KV dtype and the narrower ones the engine caches in."""
+    current, family = dep.kv_dtype, dep.engine.support_family
+    return [
+        k
+        for k in catalog.kv_dtypes.records.values()
+        if k.id == current.id
+        or (
+            k.bytes_per_element < current.bytes_per_element
+            and _engine_runs(k.engine_families, family)
+        )
     ]
-    return sorted(runnable, key=lambda f: (levels[f.id], -f.linear_bits_per_weight, f.id))
 
 
 def _change_that_fits(
     req: DeploymentRequest, dep: Deployment, catalog: Catalog, ask: Ask
 ) -> tuple[str | None, str | None]:
-    quant = next(
-        (
-            f.id
-            for f in _lighter_formats(catalog, dep)
-            if _fits_with(replace(req, target_quant=f.id), catalog, dep.engine, ask)
-        ),
-        None,
-    )
-    narrower = [
-        k
-        for k in catalog.kv_dtypes.records.values()
-        if k.bytes_per_element < dep.kv_dtype.bytes_per_element
-    ]
-    kv_dtypes = sorted(narrower, key=lambda k: (-k.bytes_per_element, k.id))
-    kv = next(
-        (
-            k.id
-            for k in kv_dtypes
-            if _fits_with(replace(req, kv_dtype=k.id), catalog, dep.engine, ask)
-        ),
-        None,
-    )
-    return quant, kv
+    """The least change of weight format and KV dtype, searched together, that fits: formats
+    the GPU runs natively first, then the most weight bits, then the widest KV dtype. Each is
+    None when it stays as asked."""
+    options = sorted(
+        ((level, f, k) for level, f in _lighter_formats(catalog, dep) for k in _narrower_kv(
+            catalog, dep)),
+        key=lambda o: (o[0], -o[1].linear_bits_per_weight, -o[2].bytes_per_element, o[1].id),
+    )  # fmt: skip
+    for _, fmt, kv in options:
+        if (fmt.id, kv.id) == (dep.target.fmt.id, dep.kv_dtype.id):
+            continue
+        if _fits_with(replace(req, target_quant=fmt.id, kv_dtype=kv.id), catalog, dep.engine, ask):
+            quant = None if fmt.id == dep.target.fmt.id else fmt.id
+            return quant, None if kv.id == dep.kv_dtype.id else kv.id
+    return None, None
 
 
 def fit_limits(req: DeploymentRequest, dep: Deployment, catalog: Catalog, ask: Ask) -> FitLimits:

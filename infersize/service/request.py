@@ -14,7 +14,13 @@ from infersize.core.arrays import FloatArray
 from infersize.core.engines import Engine, EngineSettings, configure_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Workload, evaluate
 from infersize.core.limits import crossover_batch
-from infersize.core.profile import expected_tokens_profile, extend_profile, profile_problem
+from infersize.core.profile import (
+    expected_tokens_profile,
+    extend_profile,
+    iid_profile,
+    limit_positions,
+    profile_problem,
+)
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree, alpha_for_tree_length, most_tokens
@@ -44,6 +50,9 @@ class SpecRequest:
     acceptance_length: float | None = None
     eagle_topk: int = DEFAULTS.eagle_topk  # 1: a chain of draft_k; more: a tree of that width
     num_draft_tokens: int | None = None  # a tree's verified tokens, root included
+    # the positions the α given holds for (its measured K): none is credited past them;
+    # None: all (i.i.d.). Without an α, the acceptance catalog's own (service/acceptance.py)
+    acceptance_positions: int | None = None
 
 
 def _finite(name: str, value: float) -> None:
@@ -79,6 +88,8 @@ def validate_request(req: SpecRequest) -> None:
             "cannot be given with {acceptance_rate} or {acceptance_rates}: one of the three",
         )
     _at_least("draft_k", req.draft_k, 1)
+    if req.acceptance_positions is not None:
+        _at_least("acceptance_positions", req.acceptance_positions, 1)
     _validate_tree(req)
     if req.max_k > MAX_K:
         raise ValueRangeError("max_k", f"must be at most {MAX_K}, got {req.max_k}")
@@ -195,6 +206,7 @@ class Prepared:
     acceptance: PairAcceptance | None  # where α came from, when the user gave none
     rates: FloatArray | None  # the per-position profile extended to max_k
     tree: Tree = CHAIN
+    positions: int | None = None  # positions past it are not credited (limit_positions)
 
     @property
     def ks(self) -> np.ndarray:
@@ -248,9 +260,15 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
         resolve_alpha(asked, dep, catalog) if req.acceptance_rates is None else (0.0, None)
     )
     rates, alpha = _profile(req, model, alpha)
+    positions = req.acceptance_positions if acceptance is None else acceptance.positions
+    limited = rates is None and positions is not None and positions < req.max_k
+    if positions is not None and limited and model.reads_expected_tokens:  # not α-only models
+        rates = limit_positions(iid_profile(alpha, req.max_k), positions)
+    else:
+        positions = None  # a profile says its own positions
     return Prepared(
         request=req, deployment=dep, engine=engine, model=model, alpha=alpha,
-        acceptance=acceptance, rates=rates, tree=tree,
+        acceptance=acceptance, rates=rates, tree=tree, positions=positions,
     )  # fmt: skip
 
 

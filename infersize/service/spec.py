@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
+from infersize.core.confidence import decode_confidence
 from infersize.core.evaluate import Evaluation, Point
 from infersize.core.methods import method_of
 from infersize.service.fit_limits import Ask, fit_limits
@@ -151,6 +153,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         acceptance_rate=alpha if dep.draft else req.acceptance_rate,
         acceptance_source=acceptance.source if acceptance else "given",
         acceptance_rates=req.acceptance_rates if dep.draft else None,
+        acceptance_positions=prepared.positions if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
         eagle_topk=prepared.tree.topk if dep.draft else None,
         num_draft_tokens=int(prepared.tree.verify_tokens(req.draft_k)) if dep.draft else None,
@@ -160,10 +163,17 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         **dataclasses.asdict(fit_limits(req.deployment, dep, catalog, ask)),
         **_throughput_fields(at_k, memory["fits"]),
         price_usd_per_hour=None if math.isnan(price) else price,
+        confidence=str(decode_confidence(*_experts(dep.target.model), req.batch_size)),
     )
     notes = spec_notes(req.deployment, req.context_length, catalog, dep, model, result)
     notes = (*_lead_notes(req, dep, result, acceptance, alpha), *notes)
+    notes = tuple(sorted(notes, key=lambda note: not note.startswith("warning: ")))  # first
     return dataclasses.replace(result, notes=notes)
+
+
+def _experts(model: Model) -> tuple[int, int]:
+    """A target's routed experts per layer and experts per token (0, 0: dense)."""
+    return model.num_experts or 0, model.num_experts_per_tok or 0
 
 
 def _lead_notes(
@@ -194,8 +204,24 @@ def _lead_notes(
         return (why, *notes)
     if acceptance is not None:
         why = f"α {alpha:.3f} is {acceptance.detail}; give --acceptance-rate to use your own"
-        return (why, *notes)
-    return notes
+        return (why, *_positions_notes(result), *notes)
+    return (*_positions_notes(result), *notes)
+
+
+def _positions_notes(result: SpecResult) -> tuple[str, ...]:
+    """Say that a figure measured at one K was not extrapolated past it."""
+    m = result.acceptance_positions
+    if m is None:
+        return ()
+    why = (
+        "--acceptance-positions"
+        if result.acceptance_source == "given"
+        else f"no per-position acceptance of {result.method} heads is published to build on"
+    )
+    return (
+        f"α {result.acceptance_rate:.3f} was measured at K={m}: positions past {m} are not "
+        f"credited ({why}), so the K search stops at {m}; give --acceptance-rates to price more",
+    )
 
 
 def _profile_notes(rates: tuple[float, ...], draft_k: int, result: SpecResult) -> tuple[str, ...]:

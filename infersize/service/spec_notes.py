@@ -4,10 +4,14 @@ names they gave and the model that produced the numbers."""
 from __future__ import annotations
 
 from infersize.catalog.store import Catalog
+from infersize.core.confidence import LOW, low_confidence_reason
+from infersize.core.deployment import draft_is_smaller
 from infersize.core.speedup import SpeedupModel
 from infersize.service.context import max_context_tokens
 from infersize.service.resolve import Deployment, DeploymentRequest
 from infersize.service.spec_result import SpecResult
+
+WARNING = "warning: "  # a note the panel prints as a warning
 
 
 def _alias_note(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> list[str]:
@@ -19,6 +23,32 @@ def _alias_note(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> li
     return [f"'{req.gpu}' means the {dep.gpu.name}{also}"]
 
 
+def _variant_notes(req: DeploymentRequest, catalog: Catalog, dep: Deployment) -> list[str]:
+    """Say which entry a pasted Hub id (another variant, or without its organisation) became."""
+    notes = []
+    for asked, side in ((req.target, dep.target), (req.draft, dep.draft)):
+        if side is None or asked is None:
+            continue
+        model = side.model
+        from_catalog = catalog.models.records.get(model.id) == model  # not a checkpoint read
+        if from_catalog and asked.strip().lower() not in catalog.models.names:
+            notes.append(
+                f"'{asked}' is sized as {model.id} ({model.hf_repo}): instruct, chat and base "
+                "variants share its architecture"
+            )
+    return notes
+
+
+def _big_draft_warning(dep: Deployment) -> str:
+    assert dep.draft is not None
+    target, draft = dep.target, dep.draft
+    return (
+        f"{WARNING}draft {draft.model.id} ({draft.counts.total / 1e9:.2f} B parameters) is at "
+        f"least as big as its target {target.model.id} ({target.counts.total / 1e9:.2f} B): "
+        "a draft pays only when a pass costs much less than the target's"
+    )
+
+
 def spec_notes(
     req: DeploymentRequest,
     context_length: int,
@@ -27,7 +57,7 @@ def spec_notes(
     model: SpeedupModel,
     result: SpecResult,
 ) -> tuple[str, ...]:
-    notes = _alias_note(req, catalog, dep)
+    notes = _alias_note(req, catalog, dep) + _variant_notes(req, catalog, dep)
     for side in (dep.target, dep.draft):
         limit = None if side is None else max_context_tokens(side.model)
         if side and limit is not None and context_length > limit:
@@ -42,6 +72,13 @@ def spec_notes(
             f"{target.id}'s tokenizer ({target.tokenizer_family}): the speedup "
             "assumes an engine that drafts across tokenizers"
         )
+    if draft and not draft.is_speculator_head and not draft_is_smaller(target, draft):
+        notes.insert(0, _big_draft_warning(dep))
+    if result.confidence == LOW and result.speedup is not None:
+        notes.append(
+            low_confidence_reason(target.num_experts or 0, target.num_experts_per_tok or 0,
+                                  result.batch_size)
+        )  # fmt: skip
     if draft and model.note:
         notes.append(model.note)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:

@@ -95,6 +95,9 @@ class SpecResult:
     # per-position acceptance r_1, r_2, … as given (vLLM's "Per-position acceptance rate");
     # acceptance_rate is then the i.i.d. α with the same mean acceptance length at draft_k
     acceptance_rates: tuple[float, ...] | None = None
+    # the positions a published figure speaks for (its measured K): none is credited past
+    # them, so optimal_k is at most this; None: α extrapolated i.i.d. to every position
+    acceptance_positions: int | None = None
     draft_k: int | None
     eagle_topk: int | None = None  # draft candidates per node: 1 a chain, more a tree
     num_draft_tokens: int | None = None  # tokens verified per sequence (a chain: K + 1)
@@ -122,4 +125,7 @@ class SpecResult:
     speculative_ms_per_token: float | None
     price_usd_per_hour: float | None
     usd_per_mtok: float | None
+    # how far the speeds can be trusted (core/confidence.py): low for a MoE decode step that
+    # selects fewer experts than a layer holds
+    confidence: str = "high"
     notes: tuple[str, ...] = ()

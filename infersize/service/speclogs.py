@@ -22,7 +22,7 @@ from infersize.core.evaluate import MAX_K
 from infersize.core.profile import conditional_rates, profile_problem
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
-from infersize.files import InputFileError, read_input
+from infersize.files import InputFileError, decode_text, read_input
 from infersize.service import logparse as lp
 from infersize.service.llamacpp_log import parse_llama_cpp_log
 from infersize.service.logparse import Interval
@@ -65,7 +65,7 @@ class MeasuredAcceptance:
 
 def _text(path: Path) -> str:
     try:
-        return read_input(path, MAX_LOG_BYTES).decode("utf-8", errors="replace")
+        return decode_text(read_input(path, MAX_LOG_BYTES))
     except InputFileError as exc:
         raise InfersizeError(str(exc)) from None
 

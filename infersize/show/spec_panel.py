@@ -327,4 +327,7 @@ def _render_next(console: Console, r: SpecResult) -> None:
         )
     _next(console, "Fits in memory" if r.fits else "Would fit", _limits(r))
     for note in r.notes:
-        console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
+        if note.startswith("warning: "):
+            console.print(Text(note, style="yellow"), soft_wrap=True)
+        else:
+            console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)

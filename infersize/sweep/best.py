@@ -295,7 +295,18 @@ def _match(frame: pl.DataFrame, column: str, names: dict[str, str], out_dir: Pat
     swept = never_fits(out_dir, names)
     if swept is not None:
         raise InfersizeError(swept)
+    if _in_catalog(column, value):
+        raise InfersizeError(
+            f"{{{column}}} {value} is not in this sweep; it has {', '.join(known)}",
+            settings=(column,),
+        )
     raise UnknownNameError(column, value, known, hint=f"in this sweep: {', '.join(known)}")
+
+
+def _in_catalog(column: str, value: str) -> bool:
+    catalog = load_catalog()
+    table = catalog.gpus if column == "gpu" else catalog.models
+    return value in table.records
 
 
 def never_fits(out_dir: Path, names: dict[str, str]) -> str | None:

@@ -106,7 +106,8 @@ def capacity_request(
         draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
         context_length=longest,
         acceptance_rate=None if s.profile else s.alphas[case.scenario],
-        acceptance_rates=s.profile, eagle_topk=scoring.eagle_topk,
+        acceptance_rates=s.profile, acceptance_positions=s.acceptance_positions,
+        eagle_topk=scoring.eagle_topk,
         num_draft_tokens=scoring.num_draft_tokens if tree else None,
     )  # fmt: skip
     traffic = Traffic(

@@ -207,6 +207,16 @@ COLUMNS: tuple[Column, ...] = (
         description="safe (≤ 90% of the budget) or tight (≤ 100%)",
     ),
     Column(
+        name="confidence",
+        kind="str",
+        unit="",
+        description="how far the speeds can be trusted: low for a mixture-of-experts target "
+        "whose decode step at this batch selects fewer experts than a layer holds (batch × "
+        "experts per token < experts), where dispatch, router and launch costs are not "
+        "modelled and a public batch-1 measurement is about half as fast (docs/modelling.md); "
+        "high otherwise",
+    ),
+    Column(
         name="kv_pool_gib",
         kind="float",
         unit=GIB,

@@ -80,6 +80,7 @@ class Pair:
     alphas: tuple[float, ...]
     alpha_source: str
     profile: tuple[float, ...] | None = None  # per-position acceptance, when the pair has one
+    positions: int | None = None  # a head's published figure holds to its measured K
 
 
 def first_occurrences(names: list[str]) -> list[tuple[int, str]]:
@@ -235,7 +236,13 @@ def resolve_pairs(
                     "acceptance_rates for every pair",
                 ) from None
             pairs.append(
-                Pair(target=target, draft=draft, alphas=known.scenarios, alpha_source=known.source)
+                Pair(
+                    target=target,
+                    draft=draft,
+                    alphas=known.scenarios,
+                    alpha_source=known.source,
+                    positions=known.positions,
+                )
             )
     pairs = _fill_profile_scenarios(pairs)
     counts = {len(p.alphas) for p in pairs}

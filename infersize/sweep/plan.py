@@ -112,6 +112,11 @@ class Plan:
     def _resolved(self) -> dict[str, Any]:
         pairs = sorted({(s.target, s.draft, s.alphas, s.alpha_source) for s in self.settings})
         profiles = {(s.target, s.draft): list(s.profile) for s in self.settings if s.profile}
+        positions = {
+            (s.target, s.draft): s.acceptance_positions
+            for s in self.settings
+            if s.acceptance_positions is not None
+        }
         gpus: dict[str, tuple[set[int], float | None]] = {}
         for s in self.settings:
             gpus.setdefault(s.gpu, (set(), s.price_usd_per_hour))[0].add(s.tp)
@@ -121,6 +126,7 @@ class Plan:
             "pairs": [
                 {"target": t, "draft": d, "acceptance_rates": list(a), "acceptance_source": src}
                 | ({"acceptance_profile": profiles[(t, d)]} if (t, d) in profiles else {})
+                | ({"acceptance_positions": positions[(t, d)]} if (t, d) in positions else {})
                 for t, d, a, src in pairs
             ],
             "gpus": [
@@ -238,6 +244,7 @@ def _settings(
                     support=support,
                     method=method,
                     profile=pair.profile,
+                    acceptance_positions=pair.positions,
                 )
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")

@@ -15,7 +15,7 @@ from infersize.core.engines import Engine, configure_engine
 from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
-from infersize.core.profile import extend_profile, iid_profile
+from infersize.core.profile import extend_profile, iid_profile, limit_positions
 from infersize.core.speedup import get_speedup_model
 from infersize.core.tree import CHAIN, Tree
 from infersize.service.resolve import resolve_side
@@ -95,12 +95,14 @@ def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
 
 def _rates(task: ChunkTask, alpha: FloatArray) -> FloatArray | None:
     """Per-position acceptance r_1 … r_Kmax on a last axis, (S, 1, 1, A, Kmax), when a pair of
-    the chunk has a measured profile: its profile (extended past its end), and r_i = α^i for
-    the others. None when no pair has one: the i.i.d. E, as before."""
-    if all(s.profile is None for s in task.settings):
+    the chunk has a measured profile or a head's figure measured at one K: its profile
+    (extended past its end), r_i = α^i up to the measured K and 0 past it (limit_positions,
+    as `spec`), and r_i = α^i for the others. None when no pair has either: the i.i.d. E."""
+    if all(s.profile is None and s.acceptance_positions is None for s in task.settings):
         return None
     k_max = max(task.ks)
-    rates = iid_profile(alpha, k_max)
+    positions = floats([s.acceptance_positions or np.inf for s in task.settings])
+    rates = limit_positions(iid_profile(alpha, k_max), positions.reshape(-1, 1, 1, 1))
     for i, setting in enumerate(task.settings):
         if setting.profile is not None:
             rates[i] = extend_profile(setting.profile, k_max)

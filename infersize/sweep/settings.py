@@ -27,6 +27,8 @@ class Setting:
     support: str = "native"  # or weight-only: the GPU dequantises a precision (support.yaml)
     method: str = "draft"  # the speculative method the draft runs (core/methods.py)
     profile: tuple[float, ...] | None = None  # per-position acceptance replacing the i.i.d. α
+    # a head's published figure: positions past its measured K are not credited
+    acceptance_positions: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from infersize.catalog.store import load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray
+from infersize.core.confidence import decode_confidence
 from infersize.core.memory import verdict
 from infersize.core.ranking import RANKED_BY, ranking_keys
 from infersize.sweep.columns import (
@@ -84,6 +85,16 @@ def within_max_context(task: ChunkTask, rows: IntArray) -> BoolArray:
     return np.asarray(task.contexts, dtype=np.float64)[c] <= limit[s]
 
 
+def _confidence(task: ChunkTask, s: IntArray, b: IntArray) -> pa.Array:
+    """`spec`'s confidence rule (core/confidence.py) for each row's target and batch."""
+    catalog = load_catalog(tuple(task.scoring.catalog_files))
+    models = [catalog.model(x.target) for x in task.settings]
+    experts = np.asarray([m.num_experts or 0 for m in models], dtype=np.float64)
+    per_token = np.asarray([m.num_experts_per_tok or 0 for m in models], dtype=np.float64)
+    batch = np.asarray(task.batches, dtype=np.float64)[b]
+    return pa.array(decode_confidence(experts[s], per_token[s], batch), pa.string())
+
+
 def _cell_key(task: ChunkTask, s: IntArray, c: IntArray, b: IntArray, a: IntArray) -> pa.Array:
     """gpu|tp|target@quant|draft@quant|kv=…|ctx=…|b=…|a=… (α of the row's scenario)."""
     prefix = _per_setting(
@@ -123,6 +134,7 @@ def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray 
         "draft_max_context_tokens": _float(draft_limit[s]).cast(pa.int64()),
         "fits": pa.array(scored.valid[rows]),
         "verdict": pa.array(verdict(values["share_of_budget"][rows]), pa.string()),
+        "confidence": _confidence(task, s, b),
         "cell_key": _cell_key(task, s, c, b, a),
     }
     for name in (c.name for c in COLUMNS if c.name not in columns):

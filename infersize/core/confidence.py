@@ -1,0 +1,48 @@
+"""How far a decode speed can be trusted: one rule for `spec` and the sweep's `confidence`.
+
+The roofline prices a mixture-of-experts step by the experts its tokens select: at batch B with
+k experts per token, at most B·k of a layer's E experts are read. While B·k < E the step reads
+a few experts, and what bounds it then (expert dispatch across TP/EP ranks, the router, kernel
+launches, small grouped GEMMs) is not in the model and no public measurement validates it:
+vLLM's Qwen3-30B-A3B on an A100 at batch 1 decodes at 104 tokens/s (TPOT 9.6 ms,
+https://github.com/tenstorrent/tt-inference-server/issues/340) where the roofline gives 205
+(docs/calibration.md, +97 %), while dense models of the same table sit within 0-47 %. Once
+B·k ≥ E every expert is read each step and the step is the weights' read, as for a dense model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from infersize.core.arrays import floats
+
+HIGH, LOW = "high", "low"
+
+
+def moe_decode_unvalidated(
+    num_experts: ArrayLike, experts_per_token: ArrayLike, batch: ArrayLike
+) -> np.ndarray:
+    """True where a MoE target (num_experts > 0; 0 for a dense model) decodes a batch whose
+    tokens select fewer experts than a layer holds: B·k < E."""
+    experts = floats(num_experts)
+    return np.asarray((experts > 0) & (floats(batch) * floats(experts_per_token) < experts))
+
+
+def decode_confidence(
+    num_experts: ArrayLike, experts_per_token: ArrayLike, batch: ArrayLike
+) -> np.ndarray:
+    """'low' where moe_decode_unvalidated, else 'high' (strings, broadcast)."""
+    low = moe_decode_unvalidated(num_experts, experts_per_token, batch)
+    return np.where(low, LOW, HIGH)
+
+
+def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) -> str:
+    """The caveat `spec` prints for a low-confidence decode speed."""
+    touched = min(batch * experts_per_token, num_experts)
+    return (
+        f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
+        f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
+        "launches) is not modelled; a public batch-1 measurement (Qwen3-30B-A3B, vLLM, A100) "
+        "decodes about half as fast as this model says, so treat the speeds as upper bounds"
+    )
