@@ -197,3 +197,13 @@ def test_capacity_serves_a_tree(runner):
     )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["speculative"]["draft_k"] == 3
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_the_panel_names_no_vllm_entry_point_for_another_engine(runner, engine):
+    """`vllm serve` or LLM(...) is vLLM's choice; the other engines' panels do not print it."""
+    result = runner.invoke(app, [*PAIR, "--engine", engine])
+    assert result.exit_code == 0, result.output
+    assert "entry point" not in result.output
+    vllm = runner.invoke(app, [*PAIR, "--engine", "vllm"])
+    assert "vLLM entry point:     `vllm serve`" in vllm.output

@@ -119,7 +119,8 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     title = f"Memory ({label}{per_gpu})"
     if pooled:
         title = f"Memory ({label} per GPU; {_rules(r)})"
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    console.print(Text(title))  # its own line: a table's title would wrap at the table's width
+    table = Table(box=box.SIMPLE_HEAD)
     table.add_column("")
     table.add_column("target", justify="right")
     table.add_column("draft", justify="right")
@@ -216,12 +217,13 @@ def _render_pool(console: Console, r: SpecResult, units: str) -> None:
         "Maximum concurrency",
         f"{r.max_concurrent_sequences:.2f}x for {r.context_length:,} tokens per request",
     )
-    _next(
-        console,
-        "vLLM entry point",
-        f"{VLLM_ENTRYPOINTS.get(r.vllm_entrypoint or '', '')}: its defaults profile "
-        f"{r.max_num_batched_tokens or 0:,} tokens and {r.max_num_seqs or 0:,} sequences",
-    )
+    if r.vllm_entrypoint in VLLM_ENTRYPOINTS:  # SGLang and TensorRT-LLM have no such choice
+        _next(
+            console,
+            "vLLM entry point",
+            f"{VLLM_ENTRYPOINTS[r.vllm_entrypoint]}: its defaults profile "
+            f"{r.max_num_batched_tokens or 0:,} tokens and {r.max_num_seqs or 0:,} sequences",
+        )
 
 
 def _render_speculation(console: Console, r: SpecResult) -> None:
