@@ -45,6 +45,7 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     pa.set_cpu_count(1)  # as in a worker
     plan = build_plan(*load_sweep(big))
     tasks = chunk_tasks(plan, 3, False)[CHUNKS]
+    scratch.mkdir(parents=True, exist_ok=True)  # an output folder, as `sweep run` makes it
     run = generations.start(scratch, generations.new_run_id())  # a run's folders, as a run has
     for sub in (*OUTPUT_TABLES, "done"):
         (run.parts / sub).mkdir()
