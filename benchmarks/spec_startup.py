@@ -31,8 +31,9 @@ def bare_app(path: Path) -> None:
     command = typer.main.get_command(app).commands["spec"]  # type: ignore[attr-defined]
     params = []
     for p in command.params:
-        kind = getattr(p.bare_type(), "__name__", "str")
-        kind = "list[str]" if "list" in str(p.bare_type()) else kind.replace("Path", "str")
+        bare = p.bare_type()  # a type, or its name (as Typer's newer releases give it)
+        kind = bare if isinstance(bare, str) else getattr(bare, "__name__", "str")
+        kind = "list[str]" if "list" in str(bare) else kind.replace("Path", "str")
         flags = ", ".join(repr(o) for o in p.opts)
         default = "False" if p.is_flag else "None"
         annotation = kind if p.is_flag else f"{kind} | None"
