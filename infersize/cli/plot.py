@@ -101,20 +101,21 @@ def plot_batch(
     typer.echo(str(save(speedup_vs_batch_figure(curve, label), out)))
 
 
+TableGpu = Annotated[
+    str,
+    typer.Option(
+        "--gpu", help="GPU as in the tables (catalog aliases work).", autocompletion=complete_gpu
+    ),
+]
+
+
 @plot_app.command(
     "frontier",
     epilog="Example: infersize plot frontier outputs/quickstart --gpu h100 --out frontier.png",
 )
 def plot_frontier(
     output_dir: opt.OutputDir,
-    gpu: Annotated[
-        str,
-        typer.Option(
-            "--gpu",
-            help="GPU as in the tables (catalog aliases work).",
-            autocompletion=complete_gpu,
-        ),
-    ],
+    gpu: TableGpu,
     out: opt.FigureOut,
     alpha: opt.SliceAlpha = None,
     context: opt.SliceContext = None,
@@ -145,14 +146,7 @@ def plot_frontier(
 )
 def plot_methods(
     output_dir: opt.OutputDir,
-    gpu: Annotated[
-        str,
-        typer.Option(
-            "--gpu",
-            help="GPU as in the tables (catalog aliases work).",
-            autocompletion=complete_gpu,
-        ),
-    ],
+    gpu: TableGpu,
     target: Annotated[
         str,
         typer.Option(

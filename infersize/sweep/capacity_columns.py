@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from infersize.sweep.columns import Column, Kind
+from infersize.sweep.columns import BY_NAME, Column, Kind
 
 
 def _per_arm(name: str, kind: Kind, unit: str, description: str) -> tuple[Column, ...]:
@@ -55,19 +55,8 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
         "models cannot serve (without rope scaling) and never answer `infersize best "
         "--request-rate`",
     ),
-    Column(
-        name="target_max_context_tokens",
-        kind="int",
-        unit="tokens",
-        description="the target's max_position_embeddings: the longest sequence it holds",
-    ),
-    Column(
-        name="draft_max_context_tokens",
-        kind="int",
-        unit="tokens",
-        description="the draft model's max_position_embeddings; null for heads, n-gram lookup "
-        "and plain decoding",
-    ),
+    BY_NAME["target_max_context_tokens"],
+    BY_NAME["draft_max_context_tokens"],
     Column(name="sla", kind="str", unit="", description="the SLA's name in the sweep"),
     Column(
         name="sla_terms", kind="str", unit="", description="the SLA, as capacity --sla reads it"
