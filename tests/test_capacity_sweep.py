@@ -372,3 +372,18 @@ def test_a_workload_beyond_a_models_context_never_answers_best(tmp_path, runner)
         "no deployment holds the rag workload's longest request (prompt plus answer) within "
         "its models' max_position_embeddings"
     ), alone.output
+
+
+def test_a_capacity_table_without_the_context_columns_still_answers(fleet, monkeypatch):
+    """A table written before `within_max_context` existed answers as before: every row."""
+    from infersize.sweep import capacity_best
+    from infersize.sweep.capacity_best import FleetAsk, fewest_gpus
+
+    _path, out, _plan = fleet
+    ask = FleetAsk(request_rate=5.0, sla="relaxed", workload=None)
+    expected = fewest_gpus(out, ask).rows
+    older = pl.read_parquet(out / "capacity.parquet").drop(
+        "within_max_context", "target_max_context_tokens", "draft_max_context_tokens"
+    )
+    monkeypatch.setattr(capacity_best, "read_table", lambda _dir, _name: older)
+    assert fewest_gpus(out, ask).rows == expected

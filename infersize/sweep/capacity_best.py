@@ -129,7 +129,9 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
             frame = frame.filter(pl.col(column) == value)
             if frame.is_empty():
                 raise ValueRangeError(column, f"'{value}' is not in this sweep's capacity table")
-    held = frame.filter(pl.col("within_max_context"))
+    # a capacity table written before the column existed holds no such row to leave out
+    has_limits = "within_max_context" in frame.columns
+    held = frame.filter(pl.col("within_max_context")) if has_limits else frame
     beyond = sorted(set(frame["target"].to_list()) - set(held["target"].to_list()))
     if held.is_empty():
         raise InfersizeError(
