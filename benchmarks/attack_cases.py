@@ -17,6 +17,9 @@ from tests.test_log_readers_hostile import CASES as ALPHA_CASES
 from tests.test_log_readers_hostile import SOURCE_FLAG
 
 SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "h100"]
+# `spec` on the GPU an overlay file (o.yaml in the case's folder) names
+OVERLAY_GPU_SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "none", "--gpu", "our-h100",
+                    "--catalog", "{tmp}/o.yaml"]  # fmt: skip
 GPU_OVERLAY = """\
 gpus:
   - id: our-h100
@@ -170,17 +173,7 @@ def hostile_input_cases() -> list[Case]:
                 "names",
                 f"overlay gpu name {name}",
                 {"o.yaml": overlay},
-                [
-                    "spec",
-                    "--target",
-                    "qwen2.5-7b",
-                    "--draft",
-                    "none",
-                    "--gpu",
-                    "our-h100",
-                    "--catalog",
-                    "{tmp}/o.yaml",
-                ],
+                OVERLAY_GPU_SPEC,
                 2,
                 "spreadsheet",
             )
@@ -207,17 +200,7 @@ def hostile_input_cases() -> list[Case]:
             "names",
             "terminal escape",
             {"o.yaml": GPU_OVERLAY.replace("NAME", '"x\\x1b[31m"')},
-            [
-                "spec",
-                "--target",
-                "qwen2.5-7b",
-                "--draft",
-                "none",
-                "--gpu",
-                "our-h100",
-                "--catalog",
-                "{tmp}/o.yaml",
-            ],
+            OVERLAY_GPU_SPEC,
             2,
             "control characters",
         ),

@@ -99,12 +99,11 @@ def capacity_request(
         draft_quant=s.draft_quant, kv_dtype=s.kv_dtype, tp=s.tp,
         price_usd_per_hour=s.price_usd_per_hour, allow_cross_tokenizer=True,
     )  # fmt: skip
-    longest = max(i + o for i, o in zip(w.input_tokens, w.output_tokens, strict=True))
     tree = scoring.eagle_topk > 1
     spec = SpecRequest(
         deployment=deployment, engine=scoring.engine, max_k=max_k,
         draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
-        context_length=longest,
+        context_length=w.longest_request_tokens,
         acceptance_rate=None if s.profile else s.alphas[case.scenario],
         acceptance_rates=s.profile, acceptance_positions=s.acceptance_positions,
         eagle_topk=scoring.eagle_topk,

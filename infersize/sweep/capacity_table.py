@@ -86,8 +86,7 @@ def chunk_answers(
 def _within_max_context(case: Case) -> bool:
     """Whether the workload's longest request (prompt plus answer) fits both models'
     positions."""
-    w, s = case.workload, case.setting
-    longest = max(i + o for i, o in zip(w.input_tokens, w.output_tokens, strict=True))
+    s, longest = case.setting, case.workload.longest_request_tokens
     limits = [s.target_max_context_tokens, s.draft_max_context_tokens]
     return all(limit is None or longest <= limit for limit in limits)
 

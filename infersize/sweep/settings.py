@@ -65,6 +65,11 @@ class Workload:
     arrival: str
     target_request_rates: tuple[float, ...]
 
+    @property
+    def longest_request_tokens(self) -> int:
+        """Prompt plus answer of its longest request: what a model's positions must hold."""
+        return max(i + o for i, o in zip(self.input_tokens, self.output_tokens, strict=True))
+
 
 @dataclass(frozen=True, kw_only=True)
 class CapacityPlan:
