@@ -17,6 +17,7 @@ class Defaults:
     kv_dtype: str = "fp16"
     tp: int = 1
     engine: str = "plain"
+    capacity_engine: str = "vllm"  # capacity serves a scheduler: an engine's, not a sum of parts
     # whose batch defaults size vLLM's profiling pass: `vllm serve` (serve) or LLM(...) (offline)
     vllm_entrypoint: str = "serve"
     # prices verification at the batch asked; `spec` switches to leviathan when γ is given
@@ -35,6 +36,9 @@ class Defaults:
     # capacity: requests simulated per run, the seed of their draws, and the fleet's headroom
     # (replicas = ceil(headroom × target rate / capacity))
     capacity_requests: int = 2000
+    # capacity searches under independent draws: their mean is the answer, their spread its
+    # 95 % interval (core/interval.py)
+    capacity_replications: int = 5
     seed: int = 0
     headroom: float = 1.0
     arrival: str = "poisson"

@@ -109,7 +109,8 @@ def test_each_arm_needs_the_gpus_its_capacity_gives(table):
             assert row[f"gpus_{arm}"] == gpus
             assert row[f"replicas_{arm}"] == gpus
             price = row["price_usd_per_hour"]
-            assert row[f"usd_per_hour_{arm}"] == (None if gpus is None else gpus * price)
+            usd = None if gpus is None else round(gpus * price, 2)  # to the cent
+            assert row[f"usd_per_hour_{arm}"] == usd
         if row["gpus_baseline"] is not None and row["gpus_speculative"] is not None:
             assert row["speculation_saves_gpus"] == row["gpus_baseline"] - row["gpus_speculative"]
     assert table["price_usd_per_hour"].null_count() == 0  # H100 and L40S have catalog prices

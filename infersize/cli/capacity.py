@@ -41,8 +41,8 @@ def capacity(
     target_quant: opt.TargetQuant = DEFAULTS.target_quant,
     draft_quant: opt.DraftQuant = DEFAULTS.draft_quant,
     kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
-    tp: opt.Tp = DEFAULTS.tp,
-    engine: opt.Engine = DEFAULTS.engine,
+    tp: serving.TpOrAuto = str(DEFAULTS.tp),
+    engine: serving.CapacityEngine = None,
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
     max_num_seqs: opt.MaxNumSeqs = None,
@@ -72,6 +72,7 @@ def capacity(
     target_request_rate: serving.TargetRequestRate = None,
     headroom: serving.Headroom = DEFAULTS.headroom,
     requests: serving.Requests = DEFAULTS.capacity_requests,
+    replications: serving.Replications = DEFAULTS.capacity_replications,
     seed: serving.Seed = DEFAULTS.seed,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
@@ -82,17 +83,20 @@ def capacity(
     """GPUs a load needs at a latency SLA, with and without speculative decoding: both arms
     served step by step as vLLM V1 schedules them (within the engine's own token budget,
     running-sequence limit and KV pool), their p50/p99 TTFT and TPOT at the load, the highest
-    request rate per replica that meets the SLA, and the replicas for a target rate."""
+    request rate per replica that meets the SLA with its 95 % range, and the replicas for a
+    target rate (alone, it is also the load: each replica's share of it)."""
     _answer(_capacity_request(locals()), catalog, plot, as_json)
 
 
 def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json: bool) -> None:
     """Serve the request and show the answer: a panel, or JSON, and the figure if asked."""
     from infersize.catalog.store import load_catalog
+    from infersize.service.capacity_layouts import run_capacity_tp_auto
     from infersize.service.capacity_result import capacity_json, run_capacity
 
     catalogs = load_catalog(tuple(catalog or ()))
-    result = run_capacity(request, catalogs)
+    serve = run_capacity_tp_auto if request.tp_auto else run_capacity
+    result = serve(request, catalogs)
     if plot is not None:
         _draw(request, catalogs, result, plot)
     if as_json:
@@ -126,6 +130,12 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         )
     no_draft = options["draft"] is not None and options["draft"].strip().lower() == "none"
     auto, draft_k = _draft_k(options["draft_k"])
+    tp_auto, tp = _tp(options["tp"])
+    if options["target_request_rate"] is not None and options["sla"] is None:
+        raise InfersizeError(
+            "--target-request-rate needs --sla: the latency target decides what one replica "
+            "serves, and so how many it takes"
+        )
     inputs, outputs = _lengths(options)
     if options["acceptance_length"] is not None and auto:
         raise InfersizeError(
@@ -136,6 +146,8 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         options
         | {
             "draft": None if no_draft else options["draft"],
+            "tp": tp,
+            "engine": options["engine"] or DEFAULTS.capacity_engine,
             # auto: K is chosen in 1..--max-k; a K given raises --max-k to itself
             "draft_k": max(min(draft_k, options["max_k"]) if auto else draft_k, 1),
             "max_k": options["max_k"] if auto else max(options["max_k"], draft_k),
@@ -155,6 +167,9 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         sla=None if options["sla"] is None else parse_sla(options["sla"]),
         target_request_rate=options["target_request_rate"],
         headroom=options["headroom"],
+        replications=options["replications"],
+        tp_auto=tp_auto,
+        engine_by_default=options["engine"] is None,
     )
 
 
@@ -177,6 +192,19 @@ def _draft_k(text: str) -> tuple[bool, int]:
     return False, k
 
 
+def _tp(text: str) -> tuple[bool, int]:
+    """(auto, TP) from --tp."""
+    if text.strip().lower() == "auto":
+        return True, DEFAULTS.tp
+    try:
+        tp = int(text)
+    except ValueError:
+        raise InfersizeError(f"--tp takes a number of GPUs or auto, got '{text}'") from None
+    if tp < 1:
+        raise InfersizeError(f"--tp must be at least 1 (or auto), got {tp}")
+    return False, tp
+
+
 def _lengths(options: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     given = options["input_tokens"] is not None or options["output_tokens"] is not None
     if options["lengths"] is not None:
@@ -195,12 +223,3 @@ def _lengths(options: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]
                 f"--{name.replace('_', '-')} must be at least 1, got {options[name]}"
             )
     return (options["input_tokens"],), (options["output_tokens"],)
-
-
-def _alpha_from_length(length: float, k: int, to_alpha: Any) -> float:
-    if not 1.0 <= length <= k + 1:
-        raise InfersizeError(
-            f"--acceptance-length must be in [1, {k + 1}] at --draft-k {k} (1 + accepted "
-            f"drafts per step), got {length:g}"
-        )
-    return float(to_alpha(length, k))

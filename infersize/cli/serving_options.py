@@ -8,6 +8,9 @@ from typing import Annotated
 
 import typer
 
+from infersize.core.engines import ENGINES
+from infersize.defaults import DEFAULTS
+
 InputTokens = Annotated[
     int | None, typer.Option("--input-tokens", help="Prompt tokens of every request.")
 ]
@@ -60,5 +63,36 @@ TargetRequestRate = Annotated[
 Headroom = Annotated[
     float, typer.Option("--headroom", help="Replicas for headroom × the target rate (≥ 1).")
 ]
-Requests = Annotated[int, typer.Option("--requests", help="Requests simulated per run.")]
+Requests = Annotated[
+    int,
+    typer.Option(
+        "--requests",
+        help="Requests simulated per run (2,000 gives p99 20 requests beyond it; fewer is "
+        "warned of).",
+    ),
+]
+Replications = Annotated[
+    int,
+    typer.Option(
+        "--replications",
+        help="Capacity searches under independent draws: their mean answers, their spread "
+        "gives the 95 % range (1 to 30).",
+    ),
+]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the arrival and acceptance draws.")]
+CapacityEngine = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help=f"The engine whose scheduler, limits and pool serve the load (default "
+        f"{DEFAULTS.capacity_engine}): " + ", ".join(ENGINES) + ".",
+    ),
+]
+TpOrAuto = Annotated[
+    str,
+    typer.Option(
+        "--tp",
+        help="Tensor-parallel GPUs per replica, or auto: every size the target's attention heads "
+        "divide, up to 8 (one node), each arm at its fewest GPUs for the target rate.",
+    ),
+]

@@ -1,10 +1,21 @@
 """What a serving run measured, as `vllm bench serve` reports it (vllm/benchmarks/serve.py,
 `calculate_metrics`): per request TTFT, TPOT = (e2e − TTFT) / (output tokens − 1) (requests of one
 token have none) and e2e latency; ITL over every streamed chunk of every request; statistics
-mean, p50, p90, p95, p99 with numpy's linear interpolation; throughput over the run's span."""
+mean, p50, p90, p95, p99 with numpy's linear interpolation; throughput over the run's span.
+
+An open loop whose queue grows has no steady state: its percentiles are whatever the run's length
+makes them, so it meets no SLA ("overloaded"). The queue is the requests that have arrived and
+not yet been admitted; it grows when, past the first tenth of the arrivals, its length at each
+arrival rises with time: the least-squares slope b of that length against the arrival's time is
+the offered rate λ less the rate at which the replica takes requests in, and the run is
+overloaded when b > OVERLOAD_SHORTFALL · λ and the rise over the window, b · T, exceeds twice
+the square root of the queue's mean length (the spread of a Poisson count: a stable queue's own
+fluctuation).
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +26,9 @@ from infersize.core.replica import GiveUp, Run
 from infersize.core.sla import Sla
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+WARM_UP_SHARE = 0.1  # of the arrivals, left out of the queue's trend
+OVERLOAD_SHORTFALL = 0.02  # served below offered by more than this share: the queue grows
+MIN_TREND_ARRIVALS = 20  # fewer arrivals past the warm-up say nothing of a trend
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +94,7 @@ class ServingMetrics:
     mean_running_sequences: float  # time average of the sequences the engine holds
     preemptions: int
     queue_delay_s: Stats  # arrival to admission: waiting for a step, a slot or the pool
+    overload: str = ""  # why the open loop's queue grows ("": it does not)
 
     def value(self, metric: str, statistic: str) -> float:
         return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.itl_s, "e2e": self.e2e_s}[
@@ -93,6 +108,41 @@ def itl_values(run: Run) -> tuple[FloatArray, FloatArray]:
     offsets = np.arange(int(steps.sum())) - np.repeat(np.cumsum(steps) - steps, steps)
     seconds = np.repeat(run.itl_first, steps) + np.repeat(run.itl_slope, steps) * offsets
     return seconds, np.repeat(run.itl_weight, steps)
+
+
+def queue_trend(run: Run) -> tuple[float, float, bool] | None:
+    """(offered, taken in) requests per second past the warm-up, and whether the queue grows;
+    None for a closed loop or a run too short to have a trend."""
+    arrival = np.sort(run.arrival[np.isfinite(run.arrival)])
+    start = int(arrival.size * WARM_UP_SHARE)
+    if not run.open_loop or arrival.size - start < MIN_TREND_ARRIVALS:
+        return None
+    admitted = np.sort(np.where(np.isfinite(run.admitted), run.admitted, np.inf))
+    # the queue just after each arrival: arrived so far less admitted so far
+    queue = np.arange(1, arrival.size + 1) - np.searchsorted(admitted, arrival, side="right")
+    times, counts = arrival[start:], queue[start:].astype(np.float64)
+    window = float(times[-1] - times[0])
+    if window <= 0.0:
+        return None
+    centred = times - times.mean()
+    slope = float(np.dot(centred, counts - counts.mean()) / np.dot(centred, centred))
+    offered = (times.size - 1) / window
+    grows = slope > OVERLOAD_SHORTFALL * offered and slope * window > 2.0 * math.sqrt(
+        float(counts.mean()) + 1.0
+    )
+    return offered, offered - slope, grows
+
+
+def overload_reason(run: Run) -> str:
+    """'overloaded: the queue grows (...)' when it does, else ''."""
+    trend = queue_trend(run)
+    if trend is None or not trend[2]:
+        return ""
+    offered, taken, _ = trend
+    return (
+        f"overloaded: the queue grows (it takes in {taken:.3g} of the {offered:.3g} requests/s "
+        "offered)"
+    )
 
 
 def metrics(run: Run) -> ServingMetrics:
@@ -111,18 +161,52 @@ def metrics(run: Run) -> ServingMetrics:
         mean_running_sequences=run.running_seconds / run.span,
         preemptions=run.preemptions,
         queue_delay_s=stats(run.admitted - run.arrival),
+        overload=overload_reason(run),
     )
 
 
 def sla_breaches(measured: ServingMetrics, sla: Sla) -> list[str]:
-    """The SLA's terms the run breaks, each as 'ttft:p99 2,310 ms > 2,000 ms'."""
-    broken = []
+    """The SLA's terms the run breaks, each as 'ttft:p99 2,310 ms > 2,000 ms'; an overloaded
+    run breaks the SLA whatever its percentiles say."""
+    broken = [measured.overload] if measured.overload else []
     for term in sla.terms:
         value = measured.value(term.metric, term.statistic)
         if not value <= term.limit_s:
             name = f"{term.metric}:{term.statistic}"
             broken.append(f"{name} {value * 1e3:,.1f} ms > {term.limit_s * 1e3:,.1f} ms")
     return broken
+
+
+FLOOR_SHARE = 0.8  # one request alone at this share of an SLA term: the deployment's floor
+NEAR_FLOOR_SHARE = 0.7  # and near it: capacity already swings with small changes
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencyFloor:
+    """The SLA term one request alone comes closest to, and how close (its value alone over
+    the term's limit): at FLOOR_SHARE or more, any load at all breaks it, and capacity falls
+    off a cliff on small changes."""
+
+    term: str
+    share: float
+
+    @property
+    def at_floor(self) -> bool:
+        return self.share >= FLOOR_SHARE
+
+    @property
+    def near_floor(self) -> bool:
+        return self.share >= NEAR_FLOOR_SHARE
+
+
+def latency_floor(alone: ServingMetrics, sla: Sla) -> LatencyFloor:
+    """`sla`'s term that a run of one request at a time comes closest to breaking."""
+    shares = {
+        str(term): alone.value(term.metric, term.statistic) / term.limit_s for term in sla.terms
+    }
+    term = max(shares, key=lambda name: (shares[name], name))
+    share = shares[term]
+    return LatencyFloor(term=term, share=share if math.isfinite(share) else 0.0)
 
 
 def breaches_allowed(requests: int, statistic: str) -> int | None:

@@ -81,6 +81,7 @@ class Run:
     itl_steps: IntArray
     itl_weight: IntArray
     gave_up: str = ""  # stopped early: the metric whose GiveUp bound too many requests broke
+    open_loop: bool = True  # arrivals fixed in advance (False: a closed loop of clients)
 
 
 Layout = tuple[float, float, float, float]  # per token: full, windowed; window; per sequence

@@ -88,6 +88,7 @@ class _Simulation:
             - table.seconds(1, 0, 0.0, 0.0, 0.0, 0.0)
         ) / scale
         self.arrivals: deque[tuple[float, int]] = deque()
+        self.open_loop = load.arrivals is not None
         if load.arrivals is not None:
             self.arrivals.extend((float(a), i) for i, a in enumerate(load.arrivals))
             self.sent = self.n
@@ -349,7 +350,7 @@ class _Simulation:
             first_token=np.asarray(self.first_token), finish=np.asarray(self.finish),
             output_tokens=np.asarray(self.outputs, dtype=np.int64),
             running_seconds=self.running_seconds, gave_up=self.gave_up,
-            span=self._span(),
+            span=self._span(), open_loop=self.open_loop,
             preemptions=self.preemptions, itl_first=itl[:, 0], itl_slope=itl[:, 1],
             itl_steps=itl[:, 2].astype(np.int64), itl_weight=itl[:, 3].astype(np.int64),
         )  # fmt: skip

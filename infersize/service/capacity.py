@@ -1,13 +1,8 @@
 """`infersize capacity`: how many GPUs a load needs at a latency target, with and without
 speculation. A request names the deployment as `spec` does, the traffic and the SLA; each arm
 (plain decoding, and speculation at its K) is a replica the simulator serves (core/simulate.py):
-its metrics at the load asked, the highest request rate whose SLA percentiles hold, and the
-replicas and GPUs a target rate needs at that capacity.
-
-The capacity search: the mean-field model (core/meanfield.py) guesses the rate; the simulator
-brackets it (rates rise or fall by a tenth until the SLA flips) and bisects to 1 %, never past
-the rate a saturated replica sustains (a closed loop of max_num_seqs clients: past it the queue
-grows without end). The same traffic draws serve every probe (common random numbers).
+its metrics at the load asked, the highest request rate whose SLA percentiles hold (the search
+is service/capacity_search.py), and the replicas and GPUs a target rate needs at that capacity.
 """
 
 from __future__ import annotations
@@ -21,8 +16,9 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import floats
+from infersize.core.interval import MAX_REPLICATIONS
 from infersize.core.meanfield import Lengths, mean_field, sustained_rate
-from infersize.core.metrics import ServingMetrics, give_up_rule, metrics, sla_breaches
+from infersize.core.metrics import ServingMetrics, metrics
 from infersize.core.profile import conditional_rates, iid_profile
 from infersize.core.replica import Load, Replica
 from infersize.core.replica import replica as serving_replica
@@ -51,6 +47,7 @@ class Traffic:
     arrival: Arrival = field(default_factory=Arrival)
     requests: int = DEFAULTS.capacity_requests
     seed: int = DEFAULTS.seed
+    replication: int = 0  # independent draws under the same seed (0: the seed's own)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +58,9 @@ class CapacityRequest:
     sla: Sla | None = None
     target_request_rate: float | None = None
     headroom: float = DEFAULTS.headroom
+    replications: int = DEFAULTS.capacity_replications  # capacity searches under other draws
+    tp_auto: bool = False  # each arm at the tensor-parallel size of fewest GPUs
+    engine_by_default: bool = False  # the engine is capacity's default, not the user's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,17 +82,16 @@ class Arm:
         return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Capacity:
-    max_request_rate: float  # per replica; 0 when no rate meets the SLA
-    why: str  # what bounds it
-    saturation_request_rate: float  # what the replica sustains at all
-
-
-def validate_traffic(traffic: Traffic) -> None:
-    if (traffic.request_rate is None) == (traffic.concurrency is None):
+def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:
+    if traffic.request_rate is not None and traffic.concurrency is not None:
         raise ValueRangeError(
-            "request_rate", "or {concurrency} sets the load: give exactly one of them"
+            "request_rate", "or {concurrency} sets the load: give one of them, not both"
+        )
+    if traffic.request_rate is None and traffic.concurrency is None and not target_request_rate:
+        raise ValueRangeError(
+            "request_rate",
+            "or {concurrency} sets the load (or {target_request_rate}, measured at each "
+            "replica's share of it)",
         )
     if traffic.request_rate is not None and not (
         math.isfinite(traffic.request_rate) and traffic.request_rate > 0
@@ -117,8 +116,10 @@ def validate_traffic(traffic: Traffic) -> None:
 
 
 def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
-    """Independent, seeded streams: 0 arrivals, 1 + K a K's acceptance draws."""
-    return np.random.default_rng(np.random.SeedSequence([traffic.seed, stream]))
+    """Independent, seeded streams: 0 arrivals, 1 + K a K's acceptance draws; a replication
+    past the first draws every stream anew."""
+    key = [traffic.seed, stream] + ([traffic.replication] if traffic.replication else [])
+    return np.random.default_rng(np.random.SeedSequence(key))
 
 
 def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
@@ -182,7 +183,9 @@ def make_arm(
     return Arm(draft_k=draft_k, replica=replica, lengths=lengths, traffic=traffic, rates=rates)
 
 
-def _load(arm: Arm, traffic: Traffic, rate: float | None, sla: Sla | None) -> Load:
+def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
+    """The requests of `traffic` as `arm` serves them: at `rate` (open loop), else at the
+    traffic's own load."""
     n = traffic.requests
     inputs, outputs = replay(traffic.input_tokens, n), replay(traffic.output_tokens, n)
     if rate is None and traffic.concurrency is not None:
@@ -191,26 +194,15 @@ def _load(arm: Arm, traffic: Traffic, rate: float | None, sla: Sla | None) -> Lo
         per_s = rate if rate is not None else float(traffic.request_rate or 0.0)
         gaps = unit_gaps(_rng(traffic, 0), n, traffic.arrival)
         arrivals, clients = np.cumsum(gaps) / per_s, None
-    give_up = None if sla is None else give_up_rule(sla, n, int((outputs > 1).sum()))
     return Load(
         input_tokens=inputs, output_tokens=outputs, steps=arm.steps[:n], arrivals=arrivals,
-        concurrency=clients, give_up=give_up,
+        concurrency=clients,
     )  # fmt: skip
 
 
 def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
     """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
-    return metrics(simulate(arm.replica, _load(arm, traffic, rate, None)))
-
-
-def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]:
-    """The SLA terms the arm breaks at `rate` (none: it meets the SLA): a probe of the capacity
-    search, which stops the run as soon as enough requests break a percentile that no later
-    request can mend it."""
-    run = simulate(arm.replica, _load(arm, traffic, rate, sla))
-    if run.gave_up:
-        return [str(term) for term in sla.terms if term.metric == run.gave_up]
-    return sla_breaches(metrics(run), sla)
+    return metrics(simulate(arm.replica, load(arm, traffic, rate)))
 
 
 def saturation_rate(arm: Arm, traffic: Traffic) -> float:
@@ -223,79 +215,21 @@ def saturation_rate(arm: Arm, traffic: Traffic) -> float:
     return serve(arm, full).requests_per_s
 
 
-def capacity(arm: Arm, traffic: Traffic, sla: Sla) -> Capacity:
-    """The highest open-loop rate whose SLA holds, within 1 %."""
-    ceiling = saturation_rate(arm, traffic)
-    lone = Traffic(
-        input_tokens=traffic.input_tokens, output_tokens=traffic.output_tokens, concurrency=1,
-        requests=min(traffic.requests, 200), seed=traffic.seed,
-    )  # fmt: skip
-    alone = sla_breaches(serve(arm, lone), sla)
-    if alone:
-        why = f"one request alone already breaks the SLA ({'; '.join(alone)})"
-        return Capacity(max_request_rate=0.0, why=why, saturation_request_rate=ceiling)
-
-    broken_above: list[str] = []
-
-    def holds(rate: float) -> bool:
-        broken = broken_terms(arm, traffic, rate, sla)
-        if broken:
-            broken_above[:] = broken  # the last failure is the closest above capacity
-        return not broken
-
-    guess = min(_mean_field_guess(arm, sla, ceiling), ceiling)
-    low, high = _bracket(holds, guess, ceiling)
-    probes = 0
-    while high - low > BISECTION_TOLERANCE * high and probes < MAX_PROBES:
-        middle = (low + high) / 2.0
-        low, high = (middle, high) if holds(middle) else (low, middle)
-        probes += 1
-    if low >= ceiling * (1 - BISECTION_TOLERANCE):
-        why = f"the replica saturates at {ceiling:.3g} requests/s"
-    else:
-        why = f"above it {'; '.join(broken_above)} breaks (at {high:.3g} requests/s)"
-    return Capacity(max_request_rate=low, why=why, saturation_request_rate=ceiling)
+SCREEN_FINALISTS = 2  # the K the mean-field screen passes on to the simulator
 
 
-def _bracket(holds: object, guess: float, ceiling: float) -> tuple[float, float]:
-    """(a rate that holds, one that does not or the ceiling), moving from `guess`."""
-    assert callable(holds)
-    if holds(guess):
-        low = guess
-        while low < ceiling:
-            high = min(low * RATE_STEP, ceiling)
-            if not holds(high):
-                return low, high
-            low = high
-        return ceiling, ceiling
-    high = guess
-    for _ in range(MAX_PROBES):
-        low = high / RATE_STEP
-        if holds(low):
-            return low, high
-        high = low
-    return 0.0, high
-
-
-def _mean_field_guess(arm: Arm, sla: Sla, ceiling: float) -> float:
-    """The highest rate at which the mean-field model meets the SLA (bisection, 1 %)."""
+def mean_field_capacity(arm: Arm, sla: Sla, ceiling: float) -> float:
+    """The highest rate at which the mean-field model meets the SLA (bisection below
+    `ceiling`, to 2^-14 of it: far inside the screen's own error)."""
     low, high = 0.0, ceiling
-    for _ in range(14):  # 2^-14 of the ceiling: far inside the screen's own error
+    for _ in range(14):
         middle = (low + high) / 2.0
         estimate = mean_field(arm.replica, arm.lengths, middle)
         ok = estimate.sustained and all(
-            _field(estimate, t.metric)[t.statistic] <= t.limit_s for t in sla.terms
+            getattr(estimate, f"{t.metric}_s")[t.statistic] <= t.limit_s for t in sla.terms
         )
         low, high = (middle, high) if ok else (low, middle)
     return max(low, ceiling / 100.0)
-
-
-def _field(estimate: object, metric: str) -> dict[str, float]:
-    value: dict[str, float] = getattr(estimate, f"{metric}_s")
-    return value
-
-
-SCREEN_FINALISTS = 2  # the K the mean-field screen passes on to the simulator
 
 
 def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
@@ -304,18 +238,13 @@ def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
     rate N / e2e of one request alone)."""
     if sla is not None:
         ceiling = sustained_rate(arm.replica, arm.lengths)
-        return _mean_field_guess(arm, sla, ceiling) if ceiling > 0 else 0.0
+        return mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
     rate = traffic.request_rate
     if rate is None:
         alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s["mean"]
         rate = float(traffic.concurrency or 1) / max(alone, 1e-9)
     estimate = mean_field(arm.replica, arm.lengths, rate)
     return -estimate.e2e_s["mean"] if estimate.sustained else -math.inf
-
-
-def simulated_score(limit: Capacity | None, measured: ServingMetrics) -> float:
-    """The simulator's view of an arm, as screen_score's."""
-    return limit.max_request_rate if limit is not None else -measured.e2e_s.mean
 
 
 def choose_draft_k(
@@ -343,7 +272,17 @@ def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | No
 
 
 def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
-    validate_traffic(req.traffic)
+    validate_traffic(req.traffic, req.target_request_rate)
+    if req.target_request_rate is not None and req.sla is None:
+        raise ValueRangeError(
+            "target_request_rate",
+            "needs {sla}: the latency target decides what one replica serves, and so how many "
+            "it takes",
+        )
+    if not 1 <= req.replications <= MAX_REPLICATIONS:
+        raise ValueRangeError(
+            "replications", f"must be in 1..{MAX_REPLICATIONS}, got {req.replications}"
+        )
     if req.headroom < 1.0 or not math.isfinite(req.headroom):
         raise ValueRangeError("headroom", f"must be at least 1, got {req.headroom:g}")
     if req.target_request_rate is not None and not (

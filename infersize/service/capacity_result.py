@@ -1,39 +1,79 @@
-"""The answer of `infersize capacity`: both arms at the load asked, their capacity at the SLA and
-the fleet a target rate needs. Its JSON keys are a stable contract (docs/capacity.md)."""
+"""The answer of `infersize capacity`: both arms at the load asked, their capacity at the SLA with
+its interval, their latency floor, and the fleet a target rate needs. Its JSON keys are a stable
+contract (docs/capacity.md)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from infersize.catalog.store import Catalog
-from infersize.core.engines import VLLM_ENTRYPOINTS
-from infersize.core.methods import method_of
-from infersize.core.metrics import ServingMetrics, Stats, sla_breaches
+from infersize.core.metrics import LatencyFloor, ServingMetrics, Stats, sla_breaches
 from infersize.service.capacity import (
     Arm,
-    Capacity,
     CapacityRequest,
     NoKvRoomError,
-    capacity,
     choose_draft_k,
     make_arm,
     prepare_capacity,
     replicas_for,
+    screen_score,
     serve,
+)
+from infersize.service.capacity_floor import floor_remedy
+from infersize.service.capacity_notes import capacity_confidence, capacity_notes
+from infersize.service.capacity_search import (
+    Capacity,
+    alone,
+    first_replication,
+    rate_text,
+    replicated,
     simulated_score,
 )
 from infersize.service.request import Prepared
 
+ARMS = ("baseline", "speculative")  # plain decoding, and speculation at the arm's K
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fleet:
+    """What a target rate needs at an arm's capacity: replicas, GPUs and dollars, with the
+    GPUs at the two ends of the capacity's interval (None where no rate meets the SLA)."""
+
+    replicas: int | None
+    gpus: int | None
+    gpus_interval: tuple[int | None, int | None] | None
+    usd_per_hour: float | None
+
+
+def fleet(
+    target: float, capacity: Capacity, headroom: float, tp: int, price: float | None
+) -> Fleet:
+    def gpus_at(rate: float) -> int | None:
+        replicas = replicas_for(target, rate, headroom)
+        return None if replicas is None else replicas * tp
+
+    replicas = replicas_for(target, capacity.max_request_rate, headroom)
+    gpus = None if replicas is None else replicas * tp
+    low, high = capacity.interval or (capacity.max_request_rate, capacity.max_request_rate)
+    return Fleet(
+        replicas=replicas, gpus=gpus,
+        gpus_interval=None if capacity.interval is None else (gpus_at(high), gpus_at(low)),
+        usd_per_hour=None if gpus is None or price is None else round(gpus * price, 2),
+    )  # fmt: skip
+
 
 @dataclass(frozen=True, kw_only=True)
 class ArmResult:
-    """One arm: its metrics at the load asked, and its capacity when an SLA is given."""
+    """One arm: its metrics at the load, its capacity at the SLA, and its fleet for a target
+    rate."""
 
     draft_k: int
+    tp: int
+    load: str  # what the metrics were measured at
+    load_request_rate: float | None  # its open-loop rate (None: a closed loop)
     ttft_ms: Stats
     tpot_ms: Stats
     itl_ms: Stats
@@ -44,12 +84,20 @@ class ArmResult:
     preemptions: int
     meets_sla: bool | None  # None without an SLA
     sla_breaches: tuple[str, ...]
-    max_request_rate: float | None
-    max_request_rate_why: str | None
-    saturation_request_rate: float | None
+    latency_floor: LatencyFloor | None
+    capacity: Capacity | None
+    fleet: Fleet | None
     max_num_seqs: int
     max_num_batched_tokens: int
     kv_pool_tokens: int  # what the pool holds, in tokens of both models' KV
+    floor_remedy: str | None = None  # at its latency floor: what lifts it ("TP 4 ... clears it")
+
+    @property
+    def at_floor(self) -> bool:
+        """One request alone near an SLA term, or a fleet of four digits (only a floor makes
+        one)."""
+        huge = self.fleet is not None and self.fleet.gpus is not None and self.fleet.gpus >= 1000
+        return self.latency_floor is not None and (self.latency_floor.near_floor or huge)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +107,6 @@ class CapacityResult:
     method: str | None
     gpu: str
     gpu_name: str
-    tp: int
     engine: str
     workload: dict[str, Any]
     sla: str | None
@@ -68,83 +115,160 @@ class CapacityResult:
     baseline: ArmResult
     speculative: ArmResult | None
     draft_fits: bool | None  # the draft and a KV cache fit beside the target (None: no draft)
-    max_request_rate: dict[str, float | None] | None
     target_request_rate: float | None
     headroom: float
-    replicas: dict[str, int | None] | None
-    gpus: dict[str, int | None] | None
-    usd_per_hour: dict[str, float | None] | None
-    speculation_saves_gpus: int | None
     price_usd_per_hour: float | None
+    confidence: str
+    confidence_reason: str
     notes: tuple[str, ...]
 
+    @property
+    def arms(self) -> dict[str, ArmResult]:
+        both = {ARMS[0]: self.baseline, ARMS[1]: self.speculative}
+        return {name: arm for name, arm in both.items() if arm is not None}
 
-def _arm_result(
-    arm: Arm, limit: Capacity | None, measured: ServingMetrics, req: CapacityRequest
-) -> ArmResult:
-    broken = tuple(sla_breaches(measured, req.sla)) if req.sla else ()
-    pool = arm.replica.pool_kv
-    per_token = float(pool.full_bytes_per_token) + float(pool.window_bytes_per_token)
-    return ArmResult(
-        draft_k=arm.draft_k,
-        ttft_ms=measured.ttft_s.scaled(1e3),
-        tpot_ms=measured.tpot_s.scaled(1e3),
-        itl_ms=measured.itl_s.scaled(1e3),
-        e2e_latency_s=measured.e2e_s,
-        output_tokens_per_s=measured.output_tokens_per_s,
-        requests_per_s=measured.requests_per_s,
-        mean_running_sequences=measured.mean_running_sequences,
-        preemptions=measured.preemptions,
-        meets_sla=None if req.sla is None else not broken,
-        sla_breaches=broken,
-        max_request_rate=None if limit is None else limit.max_request_rate,
-        max_request_rate_why=None if limit is None else limit.why,
-        saturation_request_rate=None if limit is None else limit.saturation_request_rate,
-        max_num_seqs=arm.replica.max_num_seqs,
-        max_num_batched_tokens=arm.replica.max_num_batched_tokens,
-        kv_pool_tokens=int(arm.replica.kv_capacity_bytes / max(per_token, 1e-9)),
-    )
+    @property
+    def tp(self) -> int:
+        return self.baseline.tp
+
+    @property
+    def speculation_saves_gpus(self) -> int | None:
+        base, spec = self.baseline.fleet, self.speculative and self.speculative.fleet
+        if not base or not spec or base.gpus is None or spec.gpus is None:
+            return None
+        return base.gpus - spec.gpus
 
 
-def _fleet(
-    rate: float | None, limit: float | None, headroom: float, tp: int, price: float
-) -> tuple[int | None, int | None, float | None]:
-    if rate is None or limit is None:
-        return None, None, None
-    replicas = replicas_for(rate, limit, headroom)
-    gpus = None if replicas is None else replicas * tp
-    usd = None if gpus is None or math.isnan(price) else gpus * price
-    return replicas, gpus, usd
-
-
+Evaluated = tuple[Arm, Capacity | None]
 BaselineKey = tuple[object, ...]
-Evaluated = tuple[Arm, Capacity | None, ServingMetrics]
-BaselineCache = dict[BaselineKey, Evaluated]
+BaselineCache = dict[BaselineKey, ArmResult]
 
 
 def baseline_key(prepared: Prepared, req: CapacityRequest) -> BaselineKey:
     """What plain decoding's answer depends on: the target as deployed, the engine, the
-    traffic and the SLA (not the drafter, nor its acceptance)."""
+    traffic, the SLA and the fleet asked (not the drafter, nor its acceptance)."""
     dep = prepared.deployment
     return (
         dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id, dep.kv_dtype.id,
         float(dep.numbers.price_usd_per_hour), prepared.engine, req.traffic, req.sla,
+        req.target_request_rate, req.headroom, req.replications,
     )  # fmt: skip
 
 
-def _evaluate(prepared: Prepared, req: CapacityRequest, k: int) -> Evaluated:
-    """An arm (K = 0: plain decoding), its capacity at the SLA and its metrics at the load."""
+def _price(prepared: Prepared) -> float | None:
+    price = float(prepared.deployment.numbers.price_usd_per_hour)
+    return None if math.isnan(price) else price
+
+
+def _load_rate(req: CapacityRequest, fleet_: Fleet | None) -> float | None:
+    """The open-loop rate the arm is measured at: the rate asked, else (a target rate alone)
+    each replica's share of it; None for a closed loop, or when no rate meets the SLA."""
+    traffic = req.traffic
+    if traffic.request_rate is not None or traffic.concurrency is not None:
+        return traffic.request_rate
+    if fleet_ is None or fleet_.replicas is None or req.target_request_rate is None:
+        return None
+    return req.target_request_rate / fleet_.replicas
+
+
+def _measure(arm: Arm, req: CapacityRequest, fleet_: Fleet | None) -> tuple[ServingMetrics, str]:
+    traffic = req.traffic
+    rate = _load_rate(req, fleet_)
+    if rate is not None:
+        share = "" if traffic.request_rate is not None else ", its share of the target rate"
+        return serve(arm, traffic, rate), f"{rate_text(rate)} requests/s{share}"
+    if traffic.concurrency is not None:
+        return serve(arm, traffic), f"{traffic.concurrency} concurrent clients"
+    return alone(arm, traffic), "one request at a time (no rate meets the SLA)"
+
+
+def _arm_result(
+    prepared: Prepared, req: CapacityRequest, arm: Arm, first: Capacity | None
+) -> ArmResult:
+    """The arm's answer: the capacity's replications, its fleet, its metrics at the load."""
+    sla = req.sla
+    capacity = None if sla is None or first is None else (
+        replicated(first, arm, req.traffic, sla, req.replications)
+    )  # fmt: skip
+    tp = prepared.deployment.target.tp
+    fleet_ = None
+    if capacity is not None and req.target_request_rate is not None:
+        fleet_ = fleet(req.target_request_rate, capacity, req.headroom, tp, _price(prepared))
+    measured, load = _measure(arm, req, fleet_)
+    broken = list(sla_breaches(measured, sla)) if sla else []
+    rate = _load_rate(req, fleet_) if "alone" not in load else None
+    if capacity is not None and rate is not None and rate > capacity.max_request_rate > 0:
+        broken.append(
+            f"above this replica's capacity ({rate_text(capacity.max_request_rate)} requests/s)"
+        )
+    pool = arm.replica.pool_kv
+    per_token = float(pool.full_bytes_per_token) + float(pool.window_bytes_per_token)
+    return ArmResult(
+        draft_k=arm.draft_k, tp=tp, load=load, load_request_rate=rate,
+        ttft_ms=measured.ttft_s.scaled(1e3), tpot_ms=measured.tpot_s.scaled(1e3),
+        itl_ms=measured.itl_s.scaled(1e3), e2e_latency_s=measured.e2e_s,
+        output_tokens_per_s=measured.output_tokens_per_s,
+        requests_per_s=measured.requests_per_s,
+        mean_running_sequences=measured.mean_running_sequences,
+        preemptions=measured.preemptions,
+        meets_sla=None if sla is None else not broken, sla_breaches=tuple(broken),
+        latency_floor=None if capacity is None else capacity.floor,
+        capacity=capacity, fleet=fleet_,
+        max_num_seqs=arm.replica.max_num_seqs,
+        max_num_batched_tokens=arm.replica.max_num_batched_tokens,
+        kv_pool_tokens=int(arm.replica.kv_capacity_bytes / max(per_token, 1e-9)),
+    )  # fmt: skip
+
+
+def _first(
+    prepared: Prepared, req: CapacityRequest, k: int, scale: float | None = None
+) -> Evaluated:
+    """An arm (K = 0: plain decoding) and its first replication's capacity at the SLA, the
+    search starting from its mean-field capacity times `scale` when given."""
     arm = make_arm(prepared, req.traffic, k)
-    limit = None if req.sla is None else capacity(arm, req.traffic, req.sla)
-    return arm, limit, serve(arm, req.traffic)
+    if req.sla is None:
+        return arm, None
+    guess = None if scale is None else screen_score(arm, req.traffic, req.sla) * scale
+    return arm, first_replication(arm, req.traffic, req.sla, guess)
 
 
-def plain_decoding(prepared: Prepared, req: CapacityRequest, cache: BaselineCache) -> Evaluated:
+def _screen_scale(prepared: Prepared, req: CapacityRequest, baseline: ArmResult) -> float | None:
+    """Plain decoding's simulated capacity over its mean-field one: the mean-field model errs
+    alike for both arms, so this scales speculation's mean-field capacity into a good first
+    guess for its search."""
+    if req.sla is None or baseline.capacity is None:
+        return None
+    screened = screen_score(make_arm(prepared, req.traffic, 0), req.traffic, req.sla)
+    simulated = baseline.capacity.replications[0]
+    return simulated / screened if screened > 0 and simulated > 0 else None
+
+
+def plain_decoding(prepared: Prepared, req: CapacityRequest, cache: BaselineCache) -> ArmResult:
     """Plain decoding's arm as run_capacity answers it, computed once per key of the cache."""
     key = baseline_key(prepared, req)
     if key not in cache:
-        cache[key] = _evaluate(prepared, req, 0)
+        cache[key] = _arm_result(prepared, req, *_first(prepared, req, 0))
     return cache[key]
+
+
+def speculative_k(
+    prepared: Prepared, req: CapacityRequest, firsts: dict[int, Evaluated], scale: float | None
+) -> int:
+    """The K asked, or with --draft-k auto the K that serves the load best (0: none)."""
+    if not req.draft_k_auto:
+        return req.spec.draft_k
+
+    def score(k: int) -> float:
+        if k not in firsts:
+            firsts[k] = _first(prepared, req, k, scale)
+        arm, first = firsts[k]
+        return simulated_score(first, None if first else serve(arm, req.traffic))
+
+    return choose_draft_k(prepared, req, score)
+
+
+def _rate(arm: ArmResult) -> float:
+    return -math.inf if arm.capacity is None else arm.capacity.max_request_rate
 
 
 def run_capacity(
@@ -154,46 +278,36 @@ def run_capacity(
     `baseline_cache` shares plain decoding's answer between requests that differ only in their
     drafter (a capacity sweep's rows); the answer is the same with or without it."""
     prepared = prepare_capacity(req, catalog)
-    evaluated = {0: plain_decoding(prepared, req, {} if baseline_cache is None else baseline_cache)}
-
-    def evaluate(k: int) -> Evaluated:
-        if k not in evaluated:
-            evaluated[k] = _evaluate(prepared, req, k)
-        return evaluated[k]
-
-    ks = [0]
+    baseline = plain_decoding(prepared, req, {} if baseline_cache is None else baseline_cache)
+    speculative = None
     if prepared.deployment.draft is not None:
-        ks.append(
-            choose_draft_k(prepared, req, lambda k: simulated_score(*evaluate(k)[1:]))
-            if req.draft_k_auto
-            else req.spec.draft_k
-        )
-    results = [_arm_result(*evaluate(k), req) for k in ks]
-    return _assemble(prepared, req, results)
+        firsts: dict[int, Evaluated] = {}
+        if baseline.capacity is not None:  # K = 0 needs no search again
+            firsts[0] = (make_arm(prepared, req.traffic, 0), baseline.capacity)
+        scale = _screen_scale(prepared, req, baseline)
+        k = speculative_k(prepared, req, firsts, scale)
+        speculative = baseline if k == 0 else _arm_result(
+            prepared, req, *firsts.get(k) or _first(prepared, req, k, scale)
+        )  # fmt: skip
+        if req.draft_k_auto and _rate(speculative) < _rate(baseline):
+            speculative = baseline  # over all replications K = 0 serves more: it is the answer
+    baseline = _with_remedy(req, catalog, baseline)
+    if speculative is not None:
+        speculative = _with_remedy(req, catalog, speculative)
+    return assemble(prepared, req, baseline, speculative)
 
 
-def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> CapacityResult:
+def _with_remedy(req: CapacityRequest, catalog: Catalog, arm: ArmResult) -> ArmResult:
+    if not arm.at_floor:
+        return arm
+    remedy = floor_remedy(req, catalog, arm.draft_k, arm.tp)
+    return dataclasses.replace(arm, floor_remedy=remedy)
+
+
+def assemble(
+    prepared: Prepared, req: CapacityRequest, baseline: ArmResult, speculative: ArmResult | None
+) -> CapacityResult:
     dep = prepared.deployment
-    baseline = arms[0]
-    speculative = arms[1] if len(arms) > 1 else None
-    names = ["baseline"] + (["speculative"] if speculative else [])
-    price = float(dep.numbers.price_usd_per_hour)
-    fleets = {
-        name: _fleet(
-            req.target_request_rate, arm.max_request_rate, req.headroom, dep.target.tp, price
-        )
-        for name, arm in zip(names, arms, strict=True)
-    }
-
-    def by_arm(value: Callable[[ArmResult], float | None]) -> dict[str, float | None]:
-        return {name: value(arm) for name, arm in zip(names, arms, strict=True)}
-
-    with_target = req.target_request_rate is not None and req.sla is not None
-    saves = None
-    if with_target and speculative is not None:
-        base_gpus, spec_gpus = fleets["baseline"][1], fleets["speculative"][1]
-        if base_gpus is not None and spec_gpus is not None:
-            saves = base_gpus - spec_gpus
     traffic = req.traffic
     workload = {
         "input_tokens": sum(traffic.input_tokens) / len(traffic.input_tokens),
@@ -204,13 +318,15 @@ def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -
         "arrival": traffic.arrival.label,
         "requests": traffic.requests,
         "seed": traffic.seed,
+        "replications": req.replications,
     }
+    arms = [baseline] + ([] if speculative is None else [speculative])
+    confidence, reason = capacity_confidence(prepared, arms)
     return CapacityResult(
         target=dep.target.model.id,
         draft=None if dep.draft is None else dep.draft.model.id,
-        method=None if dep.draft is None else method_of(dep.draft.model).name,
-        gpu=dep.gpu.id, gpu_name=dep.gpu.name, tp=dep.target.tp, engine=dep.engine.name,
-        workload=workload,
+        method=None if dep.draft is None else prepared_method(prepared),
+        gpu=dep.gpu.id, gpu_name=dep.gpu.name, engine=dep.engine.name, workload=workload,
         sla=None if req.sla is None else str(req.sla),
         acceptance_rate=prepared.alpha if dep.draft else None,
         acceptance_source=None if dep.draft is None else (
@@ -218,15 +334,17 @@ def _assemble(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -
         ),
         baseline=baseline, speculative=speculative,
         draft_fits=None if dep.draft is None else draft_fits(prepared, req),
-        max_request_rate=None if req.sla is None else by_arm(lambda a: a.max_request_rate),
         target_request_rate=req.target_request_rate, headroom=req.headroom,
-        replicas={n: f[0] for n, f in fleets.items()} if with_target else None,
-        gpus={n: f[1] for n, f in fleets.items()} if with_target else None,
-        usd_per_hour={n: f[2] for n, f in fleets.items()} if with_target else None,
-        speculation_saves_gpus=saves,
-        price_usd_per_hour=None if math.isnan(price) else price,
-        notes=_notes(prepared, req, arms),
+        price_usd_per_hour=_price(prepared), confidence=confidence, confidence_reason=reason,
+        notes=capacity_notes(prepared, req, arms),
     )  # fmt: skip
+
+
+def prepared_method(prepared: Prepared) -> str | None:
+    from infersize.core.methods import method_of
+
+    draft = prepared.deployment.draft
+    return None if draft is None else method_of(draft.model).name
 
 
 def draft_fits(prepared: Prepared, req: CapacityRequest) -> bool:
@@ -238,78 +356,64 @@ def draft_fits(prepared: Prepared, req: CapacityRequest) -> bool:
     return True
 
 
-def _notes(prepared: Prepared, req: CapacityRequest, arms: list[ArmResult]) -> tuple[str, ...]:
-    """What the answer rests on: where α came from, the K chosen, the scheduler's limits, what
-    TPOT and ITL mean, requests longer than the model holds."""
-    dep, notes = prepared.deployment, []
-    if dep.draft is not None:
-        if prepared.rates is not None:
-            notes.append(
-                "acceptance per position as given; each step's accepted drafts are drawn from it"
-            )
-        elif prepared.acceptance is not None:
-            notes.append(
-                f"α {prepared.alpha:.3f} is {prepared.acceptance.detail}; each step's accepted "
-                "drafts are drawn from it, position by position"
-            )
-        if req.draft_k_auto:
-            k = arms[1].draft_k
-            choice = "no speculation" if k == 0 else f"K = {k}"
-            notes.append(
-                f"--draft-k auto: {choice} serves this load best (the mean-field model screened "
-                f"K = 1..{prepared.request.max_k}; the simulator chose among its two best and "
-                "K = 0, plain decoding)"
-            )
-    notes.append(_scheduling_note(prepared, arms))
-    notes.append(
-        "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "
-        "chunks: with speculation a chunk carries every token a step accepts, so ITL > TPOT"
-    )
-    longest = max(
-        a + b for a, b in zip(req.traffic.input_tokens, req.traffic.output_tokens, strict=True)
-    )
-    limit = dep.target.model.max_position_embeddings
-    if longest > limit:
-        notes.append(
-            f"requests of up to {longest:,} tokens are longer than {dep.target.model.id}'s "
-            f"max_position_embeddings ({limit:,})"
-        )
-    return tuple(notes)
-
-
-def _scheduling_note(prepared: Prepared, arms: list[ArmResult]) -> str:
-    """How the arms were scheduled: vLLM V1's rules, within the engine's own limits."""
-    base, last = arms[0], arms[-1]
-    seqs = f"{base.max_num_seqs:,}"
-    if last.max_num_seqs != base.max_num_seqs:
-        seqs += f" ({last.max_num_seqs:,} when speculating)"
-    rule = prepared.engine.memory_rule
-    if rule == "sglang":
-        return (
-            f"scheduled as vLLM V1 schedules, within SGLang's limits: chunked_prefill_size "
-            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} running requests "
-            f"(SGLang's defaults unless set), schedule policy {prepared.engine.schedule_policy} "
-            "(arrival order), recompute preemption when the KV pool is full"
-        )
-    if rule == "trtllm":
-        return (
-            f"scheduled as vLLM V1 schedules, within TensorRT-LLM's limits: max_num_tokens "
-            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} sequences "
-            "(max_batch_size); its own scheduler admits a request only when its whole answer "
-            "fits and never preempts, where this one preempts when the pool is full"
-        )
-    return (
-        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
-        f"{base.max_num_batched_tokens:,}, at most {seqs} sequences (the defaults of "
-        f"{VLLM_ENTRYPOINTS[prepared.engine.entrypoint]} for this GPU unless set), recompute "
-        "preemption when the KV pool is full"
-    )
+def _by_arm(result: CapacityResult, value: Any) -> dict[str, Any]:
+    return {name: value(arm) for name, arm in result.arms.items()}
 
 
 def capacity_json(result: CapacityResult) -> dict[str, Any]:
-    data = dataclasses.asdict(result)
-    data["notes"] = list(result.notes)
-    for name in ("baseline", "speculative"):
-        if data[name] is not None:
-            data[name]["sla_breaches"] = list(data[name]["sla_breaches"])
+    """The stable JSON object: each arm's metrics, the capacities and fleets by arm, with
+    their intervals."""
+    data: dict[str, Any] = {
+        "target": result.target, "draft": result.draft, "method": result.method,
+        "gpu": result.gpu, "gpu_name": result.gpu_name, "tp": result.tp,
+        "engine": result.engine, "workload": result.workload, "sla": result.sla,
+        "acceptance_rate": result.acceptance_rate, "acceptance_source": result.acceptance_source,
+    }  # fmt: skip
+    for name in ARMS:
+        arm = result.arms.get(name)
+        data[name] = None if arm is None else _arm_json(arm)
+    with_sla = result.sla is not None
+    with_fleet = with_sla and result.target_request_rate is not None
+    capacity = {"max_request_rate": lambda a: a.capacity.max_request_rate,
+                "max_request_rate_interval": lambda a: _pair(a.capacity.interval)}  # fmt: skip
+    fleets = {"replicas": lambda a: a.fleet.replicas, "gpus": lambda a: a.fleet.gpus,
+              "gpus_interval": lambda a: _pair(a.fleet.gpus_interval),
+              "usd_per_hour": lambda a: a.fleet.usd_per_hour}  # fmt: skip
+    for key, value in capacity.items():
+        data[key] = _by_arm(result, value) if with_sla else None
+    for key, value in fleets.items():
+        data[key] = _by_arm(result, value) if with_fleet else None
+    data |= {
+        "target_request_rate": result.target_request_rate, "headroom": result.headroom,
+        "speculation_saves_gpus": result.speculation_saves_gpus,
+        "price_usd_per_hour": result.price_usd_per_hour, "draft_fits": result.draft_fits,
+        "confidence": result.confidence, "confidence_reason": result.confidence_reason,
+        "notes": list(result.notes),
+    }  # fmt: skip
+    return data
+
+
+def _pair(values: tuple[Any, Any] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+def _arm_json(arm: ArmResult) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        key: dataclasses.asdict(getattr(arm, key))
+        for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s")
+    }
+    data |= {
+        "output_tokens_per_s": arm.output_tokens_per_s, "requests_per_s": arm.requests_per_s,
+        "mean_running_sequences": arm.mean_running_sequences, "preemptions": arm.preemptions,
+        "draft_k": arm.draft_k, "tp": arm.tp, "load": arm.load, "meets_sla": arm.meets_sla,
+        "sla_breaches": list(arm.sla_breaches),
+        "latency_floor": None if arm.latency_floor is None else {
+            "term": arm.latency_floor.term, "share": arm.latency_floor.share,
+            "at_floor": arm.at_floor, "remedy": arm.floor_remedy,
+        },
+        "max_request_rate": None if arm.capacity is None else arm.capacity.max_request_rate,
+        "max_request_rate_why": None if arm.capacity is None else arm.capacity.why,
+        "max_num_seqs": arm.max_num_seqs, "max_num_batched_tokens": arm.max_num_batched_tokens,
+        "kv_pool_tokens": arm.kv_pool_tokens,
+    }  # fmt: skip
     return data

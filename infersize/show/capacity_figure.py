@@ -56,9 +56,10 @@ def _panel(
             ax.plot(curve.rates, values, style, color=color, marker=".",
                     label=f"{name}{k} {statistic}")  # fmt: skip
         arm = result.baseline if curve.arm == "baseline" else result.speculative
-        if arm is not None and arm.max_request_rate:
-            ax.axvline(arm.max_request_rate, color=color, linestyle=":",
-                       label=f"{name}: SLA met up to {arm.max_request_rate:.3g} req/s")  # fmt: skip
+        top = None if arm is None or arm.capacity is None else arm.capacity.max_request_rate
+        if top:
+            ax.axvline(top, color=color, linestyle=":",
+                       label=f"{name}: SLA met up to {top:.3g} req/s")  # fmt: skip
     limits = _sla_limits_ms(result)
     title = label
     if metric in limits:

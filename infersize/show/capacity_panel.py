@@ -37,6 +37,10 @@ def _rows(arm: ArmResult) -> list[tuple[str, str]]:
     ]
 
 
+def _rate(arm: ArmResult) -> float:
+    return 0.0 if arm.capacity is None else arm.capacity.max_request_rate
+
+
 def _headline(r: CapacityResult) -> str:
     """One line: does speculation pay at this load?"""
     spec, base = r.speculative, r.baseline
@@ -48,14 +52,16 @@ def _headline(r: CapacityResult) -> str:
         return "speculation does not pay at this load: the best K is 0 (plain decoding)"
     tpot = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
     faster = spec.tpot_ms.p50 < base.tpot_ms.p50
-    if r.max_request_rate is None:
+    if r.sla is None:
         verdict = "pays" if faster else "does not pay"
         return f"speculation {verdict} at this load (K={spec.draft_k}): {tpot}"
-    spec_rate = r.max_request_rate["speculative"] or 0.0
-    base_rate = r.max_request_rate["baseline"] or 0.0
+    spec_rate, base_rate = _rate(spec), _rate(base)
     if spec_rate == base_rate == 0.0:
         return f"neither arm meets the SLA at any rate (K={spec.draft_k}): {tpot}"
     capacity = f"capacity {spec_rate:,.2f} vs {base_rate:,.2f} requests/s per replica"
+    if spec.tp != base.tp:  # replicas of different sizes: compare what a GPU serves
+        spec_rate, base_rate = spec_rate / spec.tp, base_rate / base.tp
+        capacity = f"capacity {spec_rate:,.2f} vs {base_rate:,.2f} requests/s per GPU"
     if faster and spec_rate >= base_rate:
         return f"speculation pays (K={spec.draft_k}): {tpot}; {capacity}"
     if faster:
@@ -65,49 +71,127 @@ def _headline(r: CapacityResult) -> str:
     return f"speculation does not pay (K={spec.draft_k}): {tpot}; {capacity}"
 
 
+def _with_range(value: str, low: str, high: str) -> str:
+    return value if low == high == value else f"{value} ({low}–{high})"
+
+
+def _capacity_cell(arm: ArmResult) -> str:
+    capacity = arm.capacity
+    if capacity is None:
+        return "-"
+    value = _number(capacity.max_request_rate)
+    if capacity.interval is None:
+        return value
+    return _with_range(value, *(_number(v) for v in capacity.interval))
+
+
+def _gpus_cell(arm: ArmResult) -> str:
+    fleet = arm.fleet
+    if fleet is None or fleet.gpus is None:
+        return "-"
+    value = _number(fleet.gpus)
+    if fleet.gpus_interval is None:
+        return value
+    low, high = fleet.gpus_interval
+    return _with_range(value, _number(low), "no count" if high is None else _number(high))
+
+
+def _sla_rows(r: CapacityResult, arms: list[ArmResult]) -> list[list[str]]:
+    rows = [
+        ["meets SLA at this load", *("yes" if a.meets_sla else "no" for a in arms)],
+        ["max requests/s per replica", *(_capacity_cell(a) for a in arms)],
+    ]
+    if any(a.latency_floor is not None for a in arms):
+        rows.append(
+            ["one request alone uses", *(_floor_cell(a) for a in arms)],
+        )
+    if r.target_request_rate is not None:
+        rows += [
+            [f"replicas for {r.target_request_rate:g} req/s",
+             *(_number(None if a.fleet is None else a.fleet.replicas) for a in arms)],
+            ["GPUs", *(_gpus_cell(a) for a in arms)],
+        ]  # fmt: skip
+        if r.price_usd_per_hour is not None:
+            rows.append(
+                ["$/hour", *(_number(None if a.fleet is None else a.fleet.usd_per_hour)
+                             for a in arms)]
+            )  # fmt: skip
+    return rows
+
+
+def _floor_cell(arm: ArmResult) -> str:
+    floor = arm.latency_floor
+    if floor is None:
+        return "-"
+    return f"{floor.share:.0%} of {floor.term.split('<')[0]}"
+
+
+def _within_range(arm: ArmResult) -> str:
+    """A breach at a load inside the capacity's range is the draws' luck, not a verdict."""
+    rate, capacity = arm.load_request_rate, arm.capacity
+    if rate is None or capacity is None or capacity.interval is None:
+        return ""
+    low, high = capacity.interval
+    if not low <= rate <= high:
+        return ""
+    return (
+        f" (inside capacity's 95 % range {low:,.2f}–{high:,.2f}: these draws break it, "
+        "others do not; --headroom leaves a margin)"
+    )
+
+
+def _deployment_line(r: CapacityResult) -> str:
+    drafter = "" if r.draft is None else f" + {r.draft} ({r.method})"
+    tps = {arm.tp for arm in r.arms.values()}
+    layout = f"× {r.tp}" if len(tps) == 1 else "× TP per arm (below)"
+    return f"Deployment:  {r.target}{drafter} on {r.gpu_name} {layout} ({r.engine})"
+
+
 def render_capacity(console: Console, r: CapacityResult) -> None:
     w = r.workload
-    load = (
-        f"{w['request_rate']:g} requests/s ({w['arrival']})"
-        if w["request_rate"] is not None
-        else f"{w['concurrency']} concurrent clients"
-    )
+    if w["request_rate"] is not None:
+        load = f"{w['request_rate']:g} requests/s ({w['arrival']})"
+    elif w["concurrency"] is not None:
+        load = f"{w['concurrency']} concurrent clients"
+    else:
+        load = f"each replica's share of {r.target_request_rate:g} requests/s ({w['arrival']})"
     lengths = f"{w['input_tokens']:,.0f} in / {w['output_tokens']:,.0f} out tokens"
     if w["lengths_file"]:
         lengths = f"trace {w['lengths_file']} (mean {lengths})"
-    drafter = "" if r.draft is None else f" + {r.draft} ({r.method})"
-    console.print(f"Deployment:  {r.target}{drafter} on {r.gpu_name} × {r.tp} ({r.engine})")
-    console.print(f"Workload:    {lengths}; {load}; {w['requests']:,} requests, seed {w['seed']}")
+    console.print(_deployment_line(r), markup=False, highlight=False)
+    console.print(
+        f"Workload:    {lengths}; {load}; {w['requests']:,} requests, seed {w['seed']}",
+        markup=False, highlight=False,
+    )  # fmt: skip
     if r.sla:
-        console.print(f"SLA:         {r.sla}")
+        console.print(f"SLA:         {r.sla}", markup=False, highlight=False)
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("")
-    arms = [("baseline", r.baseline)] + (
-        [] if r.speculative is None else [("speculative", r.speculative)]
-    )
-    for name, arm in arms:
+    arms = list(r.arms.values())
+    for name, arm in r.arms.items():
         table.add_column(f"{name} (K={arm.draft_k})", justify="right")
-    rows = [_rows(arm) for _, arm in arms]
+    if len({arm.tp for arm in arms}) > 1:
+        table.add_row("TP (GPUs per replica)", *(str(a.tp) for a in arms))
+    rows = [_rows(arm) for arm in arms]
     for i, (label, _) in enumerate(rows[0]):
         table.add_row(label, *(row[i][1] for row in rows))
     if r.sla:
-        table.add_row("meets SLA at this load", *("yes" if a.meets_sla else "no" for _, a in arms))
-        table.add_row("max requests/s per replica", *(_number(a.max_request_rate) for _, a in arms))
-    if r.replicas is not None and r.gpus is not None:
-        table.add_row(
-            f"replicas for {r.target_request_rate:g} req/s",
-            *(_number(r.replicas[n]) for n, _ in arms),
-        )
-        table.add_row("GPUs", *(_number(r.gpus[n]) for n, _ in arms))
-        if r.usd_per_hour is not None and r.price_usd_per_hour is not None:
-            table.add_row("$/hour", *(_number(r.usd_per_hour[n]) for n, _ in arms))
+        for row in _sla_rows(r, arms):
+            table.add_row(*row)
     console.print(table)
-    console.print(_headline(r))
-    for name, arm in arms:
-        if arm.max_request_rate_why:
-            console.print(f"capacity ({name}): {arm.max_request_rate_why}")
+    console.print(_headline(r), markup=False, highlight=False)
+    for name, arm in r.arms.items():
+        if arm.capacity is not None:
+            line = f"capacity ({name}): {arm.capacity.why}"
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        if arm.sla_breaches and not arm.meets_sla:
+            line = f"at this load ({name}, {arm.load}): {'; '.join(arm.sla_breaches)}"
+            console.print(line + _within_range(arm), markup=False, highlight=False, soft_wrap=True)
+    if r.confidence != "high":
+        line = f"confidence {r.confidence}: {r.confidence_reason}"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for note in r.notes:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 FLEET_COLUMNS = [

@@ -98,8 +98,20 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
         "requests/s",
         "the highest request rate per replica at which every SLA term holds",
     ),
+    *_per_arm(
+        "max_request_rate_low",
+        "float",
+        "requests/s",
+        "the low end of max_request_rate's 95 % range (the simulator's replications under "
+        "independent draws; a screened row widens plain decoding's by the screen's error)",
+    ),
+    *_per_arm(
+        "max_request_rate_high", "float", "requests/s", "the high end of max_request_rate's range"
+    ),
     *_per_arm("replicas", "int", "replicas", "ceil(headroom × target rate / max_request_rate)"),
     *_per_arm("gpus", "int", "GPUs", "replicas × tp"),
+    *_per_arm("gpus_low", "int", "GPUs", "gpus at max_request_rate_high (null: none)"),
+    *_per_arm("gpus_high", "int", "GPUs", "gpus at max_request_rate_low (null: no count)"),
     *_per_arm("usd_per_hour", "float", "USD/hour", "gpus × the GPU's hourly price"),
     Column(
         name="speculation_saves_gpus",

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from infersize.core.interval import MAX_REPLICATIONS
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
@@ -82,6 +83,8 @@ class CapacityOptions(_Strict):
     # SLA edge (where speculation's saving of GPUs could flip)
     simulate_top: int = Field(default=DEFAULTS.capacity_simulate_top, ge=0, le=1000)
     headroom: float = Field(default=DEFAULTS.headroom, ge=1.0)
+    # capacity searches under independent draws: the mean answers, their spread is its range
+    replications: int = Field(default=DEFAULTS.capacity_replications, ge=1, le=MAX_REPLICATIONS)
 
 
 def _parses(text: str) -> str:

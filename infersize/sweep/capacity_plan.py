@@ -53,6 +53,7 @@ def capacity_plan(cfg: SweepConfig, doc: YamlDocument) -> CapacityPlan | None:
         seed=options.seed,
         simulate_top=options.simulate_top,
         headroom=options.headroom,
+        replications=options.replications,
     )
 
 
@@ -84,4 +85,5 @@ def resolved_capacity(plan: CapacityPlan) -> dict[str, Any]:
         "seed": plan.seed,
         "simulate_top": plan.simulate_top,
         "headroom": plan.headroom,
+        "replications": plan.replications,
     }

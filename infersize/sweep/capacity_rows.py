@@ -42,6 +42,7 @@ from infersize.service.capacity_result import (
     plain_decoding,
     run_capacity,
 )
+from infersize.service.capacity_search import Capacity
 from infersize.service.request import Prepared, SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
@@ -51,6 +52,7 @@ from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 # of EDGE in the ratio would flip is left to the simulator
 EDGE = 0.05
 Latency = tuple[float, float, float, float]  # p50 and p99 TTFT, p50 and p99 TPOT, in ms
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +76,7 @@ class Answer:
 
     draft_k: int
     max_request_rate: tuple[float, float]  # (plain decoding, speculation)
+    interval: tuple[Interval | None, Interval | None]  # each arm's 95 % range (None: none)
     latency_ms: dict[float, tuple[Latency | None, Latency | None]]  # by target rate
     simulated: bool
 
@@ -117,6 +120,7 @@ def capacity_request(
     return CapacityRequest(
         spec=spec, draft_k_auto=True, traffic=traffic, sla=parse_sla(case.sla),
         target_request_rate=w.target_request_rates[0], headroom=plan.headroom,
+        replications=plan.replications,
     )  # fmt: skip
 
 
@@ -141,18 +145,20 @@ class RowCache:
 
 def _plain(
     prepared: Prepared, request: CapacityRequest, cache: RowCache
-) -> tuple[Arm, float, Callable[[float], Latency]]:
+) -> tuple[Arm, Capacity, Callable[[float], Latency]]:
     """Plain decoding as `infersize capacity` answers it: its arm, its capacity, and its
     latencies at a load (each simulated once per target deployment, traffic and SLA)."""
     key = baseline_key(prepared, request)
-    arm, limit, _metrics = plain_decoding(prepared, request, cache.plain)
+    limit = plain_decoding(prepared, request, cache.plain).capacity
+    assert limit is not None  # a capacity request always has an SLA
+    arm = make_arm(prepared, request.traffic, 0, cache.replicas)
 
     def latency(load: float) -> Latency:
         if (key, load) not in cache.plain_latency:
             cache.plain_latency[key, load] = _simulated_latency(arm, request, load)
         return cache.plain_latency[key, load]
 
-    return arm, 0.0 if limit is None else limit.max_request_rate, latency
+    return arm, limit, latency
 
 
 def screen(
@@ -162,7 +168,8 @@ def screen(
     capacity (0 when none beats plain decoding's), its capacity the mean-field ratio of the two
     arms times plain decoding's simulated capacity (the mean-field model errs alike for both
     arms, so its ratio holds where its absolute rates run high)."""
-    base_arm, base, plain_latency = _plain(prepared, request, cache)
+    base_arm, limit, plain_latency = _plain(prepared, request, cache)
+    base = limit.max_request_rate
     key = baseline_key(prepared, request)
     if key not in cache.plain_screen:
         cache.plain_screen[key] = _screen_rate(base_arm, request)
@@ -176,14 +183,17 @@ def screen(
                 continue
             scores[k] = _screen_rate(arm, request)
     k = max(scores, key=lambda k: (scores[k], -k)) if scores else 0
+    spec_interval = limit.interval
     if k == 0 or scores[k] <= base_screened:  # speculation does not pay: K = 0
         spec, spec_latency, k = base, plain_latency, 0
     else:
         scale = base / base_screened if base > 0 and base_screened > 0 else 1.0
         spec = scores[k] * scale
         spec_latency = partial(_mean_field_latency, make_arm(prepared, request.traffic, k))
+        spec_interval = _screened_interval(limit.interval, spec / base if base > 0 else 1.0)
     return Answer(
         draft_k=k, max_request_rate=(base, spec), simulated=False,
+        interval=(limit.interval, spec_interval),
         latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
                          _at_rates(spec_latency, request, spec, rates)),
     )  # fmt: skip
@@ -195,19 +205,29 @@ def simulate(
     """The simulator's answer: exactly `infersize capacity --draft-k auto`'s."""
     result = run_capacity(request, catalog, cache.plain)
     prepared = prepare_capacity(request, catalog)
-    assert result.max_request_rate is not None
-    base, spec = result.max_request_rate["baseline"] or 0.0, result.max_request_rate["speculative"]
-    k = 0 if result.speculative is None else result.speculative.draft_k
-    spec_rate = base if spec is None else spec
-    _arm, _base, plain_latency = _plain(prepared, request, cache)
+    _arm, limit, plain_latency = _plain(prepared, request, cache)
+    base = limit.max_request_rate
+    spec_arm = result.speculative or result.baseline
+    k = spec_arm.draft_k
+    assert spec_arm.capacity is not None
+    spec_rate = spec_arm.capacity.max_request_rate
     spec_latency = plain_latency
     if k > 0:
         spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
     return Answer(
         draft_k=k, max_request_rate=(base, spec_rate), simulated=True,
+        interval=(limit.interval, spec_arm.capacity.interval),
         latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
                          _at_rates(spec_latency, request, spec_rate, rates)),
     )  # fmt: skip
+
+
+def _screened_interval(plain: Interval | None, ratio: float) -> Interval | None:
+    """Speculation's range as screened: plain decoding's simulated range times the mean-field
+    ratio of the arms, widened by the ratio's own error (EDGE)."""
+    if plain is None:
+        return None
+    return (plain[0] * ratio * (1.0 - EDGE), plain[1] * ratio * (1.0 + EDGE))
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:

@@ -16,7 +16,12 @@ import pyarrow.compute as pc
 from infersize.catalog.records import Gpu
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.deployment import hourly_price
-from infersize.service.capacity import CapacityRequest, UnservableError, prepare_capacity
+from infersize.service.capacity import (
+    CapacityRequest,
+    UnservableError,
+    prepare_capacity,
+    replicas_for,
+)
 from infersize.sweep.capacity_columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity_rows import (
     Answer,
@@ -35,7 +40,9 @@ from infersize.sweep.score import ChunkTask, Scored
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 from infersize.sweep.tables import OUTPUT_TABLES, OutputTable
 
-NO_ROOM = Answer(draft_k=0, max_request_rate=(0.0, 0.0), latency_ms={}, simulated=False)
+NO_ROOM = Answer(
+    draft_k=0, max_request_rate=(0.0, 0.0), interval=(None, None), latency_ms={}, simulated=False
+)
 
 
 def _screened(case: Case, request: CapacityRequest, catalog: Catalog, cache: RowCache) -> Answer:
@@ -115,14 +122,26 @@ def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) 
     }  # fmt: skip
     for index, arm in enumerate(("baseline", "speculative")):
         row[f"max_request_rate_{arm}"] = answer.max_request_rate[index]
+        interval = answer.interval[index]
+        low, high = (None, None) if interval is None else interval
+        row[f"max_request_rate_low_{arm}"] = low
+        row[f"max_request_rate_high_{arm}"] = high
         row[f"replicas_{arm}"] = replicas[index]
         row[f"gpus_{arm}"] = gpus[index]
+        row[f"gpus_low_{arm}"] = None if high is None else _gpus(rate, high, plan.headroom, s.tp)
+        row[f"gpus_high_{arm}"] = None if low is None else _gpus(rate, low, plan.headroom, s.tp)
         count = gpus[index]
-        row[f"usd_per_hour_{arm}"] = None if count is None or price is None else count * price
+        usd = None if count is None or price is None else round(count * price, 2)
+        row[f"usd_per_hour_{arm}"] = usd
         figures = latency[index]
         for j, name in enumerate(("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms")):
             row[f"{name}_{arm}"] = None if figures is None else figures[j]
     return row
+
+
+def _gpus(rate: float, capacity: float, headroom: float, tp: int) -> int | None:
+    replicas = replicas_for(rate, capacity, headroom)
+    return None if replicas is None else replicas * tp
 
 
 def capacity_rows(

@@ -81,3 +81,4 @@ class CapacityPlan:
     seed: int
     simulate_top: int
     headroom: float
+    replications: int

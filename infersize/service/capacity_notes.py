@@ -1,0 +1,171 @@
+"""What a capacity answer rests on, said beside it: where α came from, the K chosen, the
+scheduler's limits, what TPOT and ITL mean, requests longer than the model holds, latency
+floors, the interval and the request count; and how far the answer can be trusted
+(`confidence`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from infersize.core.confidence import HIGH, LOW, moe_decode_unvalidated
+from infersize.core.engines import VLLM_ENTRYPOINTS
+from infersize.core.metrics import breaches_allowed
+from infersize.service.capacity import CapacityRequest
+from infersize.service.request import Prepared
+
+if TYPE_CHECKING:
+    from infersize.service.capacity_result import ArmResult
+
+MEDIUM = "medium"
+# tail requests beyond a percentile that make it a measurement rather than a guess: p99 of
+# 2,000 requests has 20 beyond it
+TAIL_REQUESTS = 20
+
+
+def _acceptance_note(prepared: Prepared) -> str | None:
+    if prepared.request.acceptance_rates is not None:
+        return "acceptance per position as given; each step's accepted drafts are drawn from it"
+    if prepared.acceptance is None:
+        return None
+    note = f"α {prepared.alpha:.3f} is {prepared.acceptance.detail}"
+    if prepared.positions is not None:
+        note += (
+            f"; measured at K = {prepared.positions}, so no draft past position "
+            f"{prepared.positions} is credited"
+        )
+    return note + "; each step's accepted drafts are drawn from it, position by position"
+
+
+def _draft_k_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
+    k = arms[1].draft_k
+    choice = "no speculation" if k == 0 else f"K = {k}"
+    return (
+        f"--draft-k auto: {choice} serves this load best (the mean-field model screened "
+        f"K = 1..{prepared.request.max_k}; the simulator chose among its two best and K = 0, "
+        "plain decoding)"
+    )
+
+
+def _scheduling_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
+    """How the arms were scheduled: vLLM V1's rules, within the engine's own limits."""
+    base, last = arms[0], arms[-1]
+    seqs = f"{base.max_num_seqs:,}"
+    if last.max_num_seqs != base.max_num_seqs:
+        seqs += f" ({last.max_num_seqs:,} when speculating)"
+    rule = prepared.engine.memory_rule
+    if rule == "sglang":
+        return (
+            f"scheduled as vLLM V1 schedules, within SGLang's limits: chunked_prefill_size "
+            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} running requests "
+            f"(SGLang's defaults unless set), schedule policy {prepared.engine.schedule_policy} "
+            "(arrival order), recompute preemption when the KV pool is full"
+        )
+    if rule == "trtllm":
+        return (
+            f"scheduled as vLLM V1 schedules, within TensorRT-LLM's limits: max_num_tokens "
+            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} sequences "
+            "(max_batch_size); its own scheduler admits a request only when its whole answer "
+            "fits and never preempts, where this one preempts when the pool is full"
+        )
+    return (
+        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
+        f"{base.max_num_batched_tokens:,}, at most {seqs} sequences (the defaults of "
+        f"{VLLM_ENTRYPOINTS[prepared.engine.entrypoint]} for this GPU unless set), recompute "
+        "preemption when the KV pool is full"
+    )
+
+
+def _floor_notes(arms: Sequence[ArmResult], names: Sequence[str]) -> list[str]:
+    """An arm whose lone request uses FLOOR_SHARE of a term (or whose fleet runs to four
+    digits) is at its latency floor: say so, and what lifts it."""
+    notes = []
+    for name, arm in zip(names, arms, strict=False):
+        floor = arm.latency_floor
+        if floor is None or not arm.at_floor:
+            continue
+        remedy = arm.floor_remedy or "no larger TP or faster GPU in the catalog clears it"
+        where = "at" if floor.at_floor else "near"
+        notes.append(
+            f"{name} is {where} its latency floor: one request alone uses {floor.share:.0%} of "
+            f"{floor.term}, so small changes move its capacity a lot; {remedy}"
+        )
+    return notes
+
+
+def _requests_note(req: CapacityRequest) -> str | None:
+    """Too few requests for the percentile asked: its tail holds a handful of requests."""
+    if req.sla is None:
+        return None
+    n = req.traffic.requests
+    for term in req.sla.terms:
+        allowed = breaches_allowed(n, term.statistic)
+        if allowed is not None and allowed + 1 < TAIL_REQUESTS:
+            share = 1.0 - float(term.statistic[1:]) / 100.0
+            needed = round(TAIL_REQUESTS / share)
+            return (
+                f"{n:,} requests leave {allowed + 1} beyond {term.metric}:{term.statistic}: the "
+                f"answer moves with the draws; use --requests {needed:,} or more"
+            )
+    return None
+
+
+def capacity_notes(
+    prepared: Prepared, req: CapacityRequest, arms: Sequence[ArmResult]
+) -> tuple[str, ...]:
+    dep, notes = prepared.deployment, []
+    names = ("plain decoding", "speculation")
+    if dep.draft is not None:
+        notes.append(_acceptance_note(prepared))
+        if req.draft_k_auto and len(arms) > 1:
+            notes.append(_draft_k_note(prepared, arms))
+    notes.append(_scheduling_note(prepared, arms))
+    if req.engine_by_default:
+        notes.append(
+            f"engine {prepared.engine.name}: capacity's default (--engine sglang, trtllm or "
+            "plain to change it)"
+        )
+    if req.sla is not None and req.replications > 1:
+        notes.append(
+            f"capacity is the mean of {req.replications} searches under independent draws; "
+            "the range beside it holds one such search 95 times in 100"
+        )
+    notes.append(_requests_note(req))
+    notes.extend(_floor_notes(arms, names))
+    notes.append(
+        "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "
+        "chunks: with speculation a chunk carries every token a step accepts, so ITL > TPOT"
+    )
+    traffic = req.traffic
+    longest = max(a + b for a, b in zip(traffic.input_tokens, traffic.output_tokens, strict=True))
+    limit = dep.target.model.max_position_embeddings
+    if longest > limit:
+        notes.append(
+            f"requests of up to {longest:,} tokens are longer than {dep.target.model.id}'s "
+            f"max_position_embeddings ({limit:,})"
+        )
+    return tuple(note for note in notes if note)
+
+
+def capacity_confidence(prepared: Prepared, arms: Sequence[ArmResult]) -> tuple[str, str]:
+    """high, medium (an engine whose scheduler the simulator approximates) or low (a MoE
+    target decoding batches whose tokens select fewer experts than a layer holds: the
+    roofline's weakest case, core/confidence.py), with the reason."""
+    model = prepared.deployment.target.model
+    experts, per_token = model.num_experts or 0, model.num_experts_per_tok or 0
+    batch = max(round(arm.mean_running_sequences) for arm in arms)
+    if bool(moe_decode_unvalidated(experts, per_token, max(batch, 1))):
+        return LOW, (
+            f"a MoE decode step at about {max(batch, 1)} running sequences selects at most "
+            f"{min(max(batch, 1) * per_token, experts)} of {experts} experts a layer, which "
+            "the step model prices by bandwidth alone and no public measurement checks: treat "
+            "the speeds as upper bounds and the GPUs as lower bounds"
+        )
+    rule = prepared.engine.memory_rule
+    if rule in ("sglang", "trtllm"):
+        engine = "SGLang" if rule == "sglang" else "TensorRT-LLM"
+        return MEDIUM, (
+            f"{engine}'s pool and limits are its own, but its steps are scheduled as vLLM V1 "
+            "schedules them, and few public serving measurements of it check the simulator"
+        )
+    return HIGH, "a dense or saturated MoE step under vLLM's scheduler, as checked in calibration"
