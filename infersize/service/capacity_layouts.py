@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 from infersize.catalog.store import Catalog
 from infersize.service.capacity import CapacityRequest, UnservableError, prepare_capacity
-from infersize.service.capacity_result import ArmResult, CapacityResult, run_capacity
+from infersize.service.capacity_answer import ArmResult, CapacityResult
+from infersize.service.capacity_result import run_capacity
 from infersize.service.fit_limits import TP_SIZES
 
 RUNNER_UP = 1.25  # sizes whose one-replication cost is within this of the best are run in full

@@ -6,16 +6,13 @@ floors, the interval and the request count; and how far the answer can be truste
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from infersize.core.confidence import HIGH, LOW, moe_decode_unvalidated
 from infersize.core.engines import VLLM_ENTRYPOINTS
 from infersize.core.metrics import breaches_allowed
 from infersize.service.capacity import CapacityRequest
+from infersize.service.capacity_answer import ArmResult
 from infersize.service.request import Prepared
-
-if TYPE_CHECKING:
-    from infersize.service.capacity_result import ArmResult
 
 MEDIUM = "medium"
 # tail requests beyond a percentile that make it a measurement rather than a guess: p99 of

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from infersize.service.capacity_answer import CapacityResult
     from infersize.service.capacity_curves import LatencyCurve
-    from infersize.service.capacity_result import CapacityResult
 
 
 class FleetCurve(Protocol):

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infersize.core.metrics import Stats
-from infersize.service.capacity_result import ArmResult, CapacityResult
+from infersize.service.capacity_answer import ArmResult, CapacityResult
 
 
 def _ms(stats: Stats, statistic: str) -> str:

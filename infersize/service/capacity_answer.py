@@ -1,0 +1,116 @@
+"""A capacity answer as data: per arm its metrics at the load, its capacity with its range, its
+latency floor and its fleet for a target rate; and the answer around both arms. `infersize
+capacity`'s panel and JSON, `--tp auto` and the capacity sweep read these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infersize.core.metrics import LatencyFloor, Stats
+from infersize.service.capacity import replicas_for
+from infersize.service.capacity_search import Capacity
+
+ARMS = ("baseline", "speculative")  # plain decoding, and speculation at the arm's K
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fleet:
+    """What a target rate needs at an arm's capacity: replicas, GPUs and dollars, with the
+    GPUs at the two ends of the capacity's interval (None where no rate meets the SLA)."""
+
+    replicas: int | None
+    gpus: int | None
+    gpus_interval: tuple[int | None, int | None] | None
+    usd_per_hour: float | None
+
+
+def fleet(
+    target: float, capacity: Capacity, headroom: float, tp: int, price: float | None
+) -> Fleet:
+    def gpus_at(rate: float) -> int | None:
+        replicas = replicas_for(target, rate, headroom)
+        return None if replicas is None else replicas * tp
+
+    replicas = replicas_for(target, capacity.max_request_rate, headroom)
+    gpus = None if replicas is None else replicas * tp
+    low, high = capacity.interval or (capacity.max_request_rate, capacity.max_request_rate)
+    return Fleet(
+        replicas=replicas, gpus=gpus,
+        gpus_interval=None if capacity.interval is None else (gpus_at(high), gpus_at(low)),
+        usd_per_hour=None if gpus is None or price is None else round(gpus * price, 2),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmResult:
+    """One arm: its metrics at the load, its capacity at the SLA, and its fleet for a target
+    rate."""
+
+    draft_k: int
+    tp: int
+    load: str  # what the metrics were measured at
+    load_request_rate: float | None  # its open-loop rate (None: a closed loop)
+    ttft_ms: Stats
+    tpot_ms: Stats
+    itl_ms: Stats
+    e2e_latency_s: Stats
+    output_tokens_per_s: float
+    requests_per_s: float
+    mean_running_sequences: float
+    preemptions: int
+    meets_sla: bool | None  # None without an SLA
+    sla_breaches: tuple[str, ...]
+    latency_floor: LatencyFloor | None
+    capacity: Capacity | None
+    fleet: Fleet | None
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_pool_tokens: int  # what the pool holds, in tokens of both models' KV
+    floor_remedy: str | None = None  # at its latency floor: what lifts it ("TP 4 ... clears it")
+
+    @property
+    def at_floor(self) -> bool:
+        """One request alone near an SLA term, or a fleet of four digits (only a floor makes
+        one)."""
+        huge = self.fleet is not None and self.fleet.gpus is not None and self.fleet.gpus >= 1000
+        return self.latency_floor is not None and (self.latency_floor.near_floor or huge)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityResult:
+    target: str
+    draft: str | None
+    method: str | None
+    gpu: str
+    gpu_name: str
+    engine: str
+    workload: dict[str, Any]
+    sla: str | None
+    acceptance_rate: float | None
+    acceptance_source: str | None
+    baseline: ArmResult
+    speculative: ArmResult | None
+    draft_fits: bool | None  # the draft and a KV cache fit beside the target (None: no draft)
+    target_request_rate: float | None
+    headroom: float
+    price_usd_per_hour: float | None
+    confidence: str
+    confidence_reason: str
+    notes: tuple[str, ...]
+
+    @property
+    def arms(self) -> dict[str, ArmResult]:
+        both = {ARMS[0]: self.baseline, ARMS[1]: self.speculative}
+        return {name: arm for name, arm in both.items() if arm is not None}
+
+    @property
+    def tp(self) -> int:
+        return self.baseline.tp
+
+    @property
+    def speculation_saves_gpus(self) -> int | None:
+        base, spec = self.baseline.fleet, self.speculative and self.speculative.fleet
+        if not base or not spec or base.gpus is None or spec.gpus is None:
+            return None
+        return base.gpus - spec.gpus
