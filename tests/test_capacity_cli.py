@@ -166,7 +166,7 @@ MISTAKES = [
     (["--request-rate", "-1"], "--request-rate must be a positive number, got -1"),
     (
         ["--concurrency", "4"],
-        "--request-rate or --concurrency sets the load: give exactly one of them",
+        "--request-rate or --concurrency sets the load: give one of them, not both",
     ),
     (
         ["--arrival", "gamma"],
@@ -179,7 +179,19 @@ MISTAKES = [
     (["--draft-k", "x"], "--draft-k takes a number of draft tokens or auto, got 'x'"),
     (["--headroom", "0.5"], "--headroom must be at least 1, got 0.5"),
     (["--requests", "0"], "--requests must be in 1..1000000, got 0"),
-    (["--target-request-rate", "-3"], "--target-request-rate must be a positive number, got -3"),
+    (
+        ["--target-request-rate", "-3", "--sla", "ttft:p99<=2s"],
+        "--target-request-rate must be a positive number, got -3",
+    ),
+    (
+        ["--target-request-rate", "20"],
+        "--target-request-rate needs --sla: the latency target decides what one replica serves, "
+        "and so how many it takes",
+    ),
+    (["--tp", "two"], "--tp takes a number of GPUs or auto, got 'two'"),
+    (["--tp", "0"], "--tp must be at least 1 (or auto), got 0"),
+    (["--replications", "0"], "--replications must be in 1..30, got 0"),
+    (["--replications", "31"], "--replications must be in 1..30, got 31"),
     (["--acceptance-length", "9"], "--acceptance-length is measured at one K"),
 ]
 
