@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from infersize.catalog.records import Check, Fraction, PositiveFloat, Record
+from infersize.catalog.workload_kinds import WorkloadKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,7 +16,7 @@ class PublishedAcceptance(Record):
     target: str
     target_params_b: PositiveFloat
     draft: str
-    draft_params_b: PositiveFloat
+    draft_params_b: PositiveFloat | None  # None: no weights (n-gram lookup), or not published
     dataset: str
     temperature: str
     draft_k: str
@@ -40,6 +41,8 @@ class PublishedAcceptance(Record):
     draft_id: str | None = None
     source: str
     notes: str | None = None
+    # the kind of traffic it was measured on (its dataset's); None: several, or not stated
+    workload_kind: WorkloadKind | None = None
 
     @property
     def measured_k(self) -> int | None:

@@ -62,6 +62,7 @@ def capacity(
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
     max_k: opt.MaxK = DEFAULTS.max_k,
+    workload_kind: opt.WorkloadKind = None,
     input_tokens: serving.InputTokens = None,
     output_tokens: serving.OutputTokens = None,
     lengths: serving.LengthsFile = None,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from infersize.catalog.workload_kinds import WORKLOAD_KINDS
 from infersize.cli.completion import (
     complete_drafter,
     complete_engine,
@@ -359,6 +360,16 @@ AcceptanceLength = Annotated[
         help="Mean acceptance length E at --draft-k (and the tree), as engines log it (vLLM "
         "'Mean acceptance length', SGLang 'accept len', TensorRT-LLM's acceptance length): "
         "instead of --acceptance-rate.",
+    ),
+]
+WorkloadKind = Annotated[
+    str | None,
+    typer.Option(
+        "--workload-kind",
+        help="The kind of traffic, whose published acceptance is used where there is one "
+        "(n-gram needs it): "
+        + "; ".join(f"{k}: {v}" for k, v in WORKLOAD_KINDS.items())
+        + " (rag is summarization).",
     ),
 ]
 AcceptancePositions = Annotated[

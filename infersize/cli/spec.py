@@ -37,6 +37,7 @@ def spec(
     acceptance_rates: opt.AcceptanceRates = None,
     acceptance_length: opt.AcceptanceLength = None,
     acceptance_positions: opt.AcceptancePositions = None,
+    workload_kind: opt.WorkloadKind = None,
     draft_k: opt.DraftK = DEFAULTS.draft_k,
     eagle_topk: opt.EagleTopk = DEFAULTS.eagle_topk,
     num_draft_tokens: opt.NumDraftTokens = None,

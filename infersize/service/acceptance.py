@@ -1,6 +1,7 @@
-"""α as a property of the (target, draft) pair: the published figures for the pair when the
-catalog has them, else the prior fitted to published pairs (configs/acceptance.yaml). Three
-scenarios: low, expected, high."""
+"""α as a property of the (target, draft) pair and the kind of traffic: the published figures for
+the pair when the catalog has them (those on the workload's kind where there are any), a head's
+method's figures, n-gram lookup's on the workload's kind only, else the prior fitted to published
+pairs (configs/acceptance.yaml). Three scenarios: low, expected, high."""
 
 from __future__ import annotations
 
@@ -32,28 +33,52 @@ class PairAcceptance:
         return (self.low, self.expected, self.high)
 
 
-def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcceptance:
-    """Published rows of this exact pair (use_for_fit): their mean, lowest and highest α;
-    otherwise the prior at the pair's size ratio, ∓ its RMSE."""
+def _of_kind(
+    rows: list[PublishedAcceptance], kind: str | None
+) -> tuple[list[PublishedAcceptance], str]:
+    """The rows measured on `kind` of traffic where there are any (and a phrase saying so),
+    else all of them (and a phrase saying that)."""
+    if kind is None:
+        return rows, ""
+    matching = [r for r in rows if r.workload_kind == kind]
+    if matching:
+        return matching, f" on {kind} traffic"
+    return rows, f" (none on {kind} traffic: every kind's)"
+
+
+def _sources(rows: list[PublishedAcceptance]) -> str:
+    return "; ".join(sorted({r.source.split(",")[0].split(" @")[0] for r in rows}))
+
+
+def _from_rows(
+    rows: list[PublishedAcceptance], draft: Model, detail: str, source: str
+) -> PairAcceptance:
+    """The rows' mean α, with their lowest and highest as the low and high scenarios."""
+    alphas = [r.alpha for r in rows]
+    return PairAcceptance(
+        low=min(alphas), expected=round(sum(alphas) / len(alphas), 4), high=max(alphas),
+        source=source, detail=f"{detail}; lowest {min(alphas):g}, highest {max(alphas):g}",
+        positions=head_positions(draft, rows),
+    )  # fmt: skip
+
+
+def pair_acceptance(
+    target: Model, draft: Model, catalog: Catalog, kind: str | None = None
+) -> PairAcceptance:
+    """Published rows of this exact pair (use_for_fit), those on `kind` of traffic where there
+    are any; otherwise its method's figures (heads, n-gram), or the prior at the pair's size
+    ratio, ∓ its RMSE."""
     rows = [
         r
         for r in catalog.published_acceptance
         if r.use_for_fit and r.target_id == target.id and r.draft_id == draft.id
     ]
     if rows:
-        alphas = [r.alpha for r in rows]
-        mean = round(sum(alphas) / len(alphas), 4)
-        sources = sorted({r.source.split(",")[0].split(" @")[0] for r in rows})
-        detail = (
-            f"the mean of {len(rows)} published figure(s) for this pair "
-            f"({'; '.join(sources)}); lowest {min(alphas):g}, highest {max(alphas):g}"
-        )
-        return PairAcceptance(
-            low=min(alphas), expected=mean, high=max(alphas), source="published", detail=detail,
-            positions=head_positions(draft, rows),
-        )  # fmt: skip
+        rows, on = _of_kind(rows, kind)
+        detail = f"the mean of {len(rows)} published figure(s) for this pair{on} ({_sources(rows)})"
+        return _from_rows(rows, draft, detail, "published")
     if draft.is_speculator_head:
-        return _method_acceptance(target, draft, catalog)
+        return _method_acceptance(target, draft, catalog, kind)
     prior = catalog.prior
     ratio = param_counts(draft).total / param_counts(target).total
     expected = round(prior_alpha(prior, ratio, 1.0), 4)
@@ -67,17 +92,44 @@ def pair_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAccept
     return PairAcceptance(low=low, expected=expected, high=high, source="prior", detail=detail)
 
 
-def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcceptance:
-    """A head nobody published for this target: the published figures of its method for other
-    targets (a head's acceptance has nothing to do with its size, so the size prior does not
-    apply); n-gram lookup and methods without figures need the user's α."""
-    method = method_of(draft).name
-    if method == "ngram":
+def _ngram_acceptance(
+    target: Model, draft: Model, catalog: Catalog, kind: str | None
+) -> PairAcceptance:
+    """n-gram lookup accepts what the answer repeats of its prompt: a property of the traffic,
+    so only figures measured on the workload's kind of traffic speak for it."""
+    rows = [r for r in catalog.published_acceptance if r.method == "ngram"]
+    measured = ", ".join(sorted({r.workload_kind for r in rows if r.workload_kind}))
+    if kind is None:
         raise InfersizeError(
-            f"n-gram acceptance depends on how much the output repeats the prompt: give "
-            f"{{acceptance_rate}} (or {{acceptance_rates}}) for {target.id} with ngram",
+            "n-gram acceptance depends on how much the output repeats the prompt: give "
+            f"{{workload_kind}} (published for {measured}) or {{acceptance_rate}} for "
+            f"{target.id} with ngram",
+            settings=("workload_kind", "acceptance_rate", "acceptance_rates"),
+        )
+    matching = [r for r in rows if r.workload_kind == kind]
+    if not matching:
+        raise InfersizeError(
+            f"no published n-gram acceptance on {kind} traffic in the catalog (only on "
+            f"{measured}): give {{acceptance_rate}} for {target.id} with ngram",
             settings=("acceptance_rate", "acceptance_rates"),
         )
+    detail = (
+        f"the mean of {len(matching)} published n-gram figure(s) on {kind} traffic "
+        f"({_sources(matching)})"
+    )
+    return _from_rows(matching, draft, detail, "method")
+
+
+def _method_acceptance(
+    target: Model, draft: Model, catalog: Catalog, kind: str | None
+) -> PairAcceptance:
+    """A head nobody published for this target: the published figures of its method for other
+    targets (a head's acceptance has nothing to do with its size, so the size prior does not
+    apply), those on `kind` of traffic where there are any; n-gram lookup on its kind of
+    traffic only."""
+    method = method_of(draft).name
+    if method == "ngram":
+        return _ngram_acceptance(target, draft, catalog, kind)
     rows = [r for r in catalog.published_acceptance if r.method == method and r.use_for_fit]
     if not rows:
         raise InfersizeError(
@@ -85,16 +137,12 @@ def _method_acceptance(target: Model, draft: Model, catalog: Catalog) -> PairAcc
             "{acceptance_rate} (or {acceptance_rates}, as vLLM logs them)",
             settings=("acceptance_rate", "acceptance_rates"),
         )
-    alphas = [r.alpha for r in rows]
-    mean = round(sum(alphas) / len(alphas), 4)
+    rows, on = _of_kind(rows, kind)
     detail = (
-        f"the mean of {len(rows)} published {method} figure(s) for other heads or targets "
-        f"(none for {draft.id} on {target.id}); lowest {min(alphas):g}, highest {max(alphas):g}"
+        f"the mean of {len(rows)} published {method} figure(s) for other heads or targets{on} "
+        f"(none for {draft.id} on {target.id})"
     )
-    return PairAcceptance(
-        low=min(alphas), expected=mean, high=max(alphas), source="method", detail=detail,
-        positions=head_positions(draft, rows),
-    )  # fmt: skip
+    return _from_rows(rows, draft, detail, "method")
 
 
 def head_positions(draft: Model, rows: list[PublishedAcceptance]) -> int | None:
@@ -112,13 +160,13 @@ def head_positions(draft: Model, rows: list[PublishedAcceptance]) -> int | None:
 
 
 def resolve_alpha(
-    asked: float | None, dep: Deployment, catalog: Catalog
+    asked: float | None, dep: Deployment, catalog: Catalog, kind: str | None = None
 ) -> tuple[float, PairAcceptance | None]:
-    """The α the user asked, else the pair's expected α from the acceptance catalog (with
-    where it comes from). A deployment without a draft has no α to find."""
+    """The α the user asked, else the pair's expected α from the acceptance catalog on `kind`
+    of traffic (with where it comes from). A deployment without a draft has no α to find."""
     if asked is not None:
         return asked, None
     if dep.draft is None:
         return 0.0, None
-    known = pair_acceptance(dep.target.model, dep.draft.model, catalog)
+    known = pair_acceptance(dep.target.model, dep.draft.model, catalog, kind)
     return known.expected, known

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.catalog.store import Catalog
+from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.arrays import FloatArray
 from infersize.core.engines import Engine, EngineSettings, configure_engine
 from infersize.core.evaluate import MAX_K, Evaluation, Workload, evaluate
@@ -53,6 +54,8 @@ class SpecRequest:
     # the positions the α given holds for (its measured K): none is credited past them;
     # None: all (i.i.d.). Without an α, the acceptance catalog's own (service/acceptance.py)
     acceptance_positions: int | None = None
+    # the kind of traffic (chat, code, ...): which published acceptance speaks for it
+    workload_kind: str | None = None
 
 
 def _finite(name: str, value: float) -> None:
@@ -257,7 +260,9 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     if req.acceptance_length is not None:
         asked = _alpha_from_length(req.acceptance_length, req.draft_k, tree)
     alpha, acceptance = (
-        resolve_alpha(asked, dep, catalog) if req.acceptance_rates is None else (0.0, None)
+        resolve_alpha(asked, dep, catalog, _kind(req))
+        if req.acceptance_rates is None
+        else (0.0, None)
     )
     rates, alpha = _profile(req, model, alpha)
     positions = req.acceptance_positions if acceptance is None else acceptance.positions
@@ -270,6 +275,10 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
         request=req, deployment=dep, engine=engine, model=model, alpha=alpha,
         acceptance=acceptance, rates=rates, tree=tree, positions=positions,
     )  # fmt: skip
+
+
+def _kind(req: SpecRequest) -> str | None:
+    return None if req.workload_kind is None else workload_kind(req.workload_kind)
 
 
 def _tree(req: SpecRequest, engine: Engine, model: SpeedupModel) -> Tree:

@@ -237,6 +237,9 @@ def _render_speculation(console: Console, r: SpecResult) -> None:
             if (r.eagle_topk or 1) > 1
             else "(E = 1 + r1 + ... + rK, the mean acceptance length)"
             if r.acceptance_rates is not None
+            else f"(E = 1 + α + ... + α^m, credited up to position m = {r.acceptance_positions}, "
+            "where it was measured)"
+            if r.acceptance_positions is not None and r.acceptance_positions < (r.draft_k or 0)
             else "(E = (1 − α^(K+1)) / (1 − α))"
         ),
     )
