@@ -14,7 +14,7 @@ import polars as pl
 
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.capacity import replicas_for
-from infersize.sweep.best import read_manifest, read_table
+from infersize.sweep.best import match_name, read_manifest, read_table
 
 BY = ("gpus", "cost")
 PLAIN_KEY = ["gpu", "tp", "target", "target_quant", "kv_dtype"]
@@ -126,9 +126,7 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
     frame = frame.filter(pl.col("acceptance_scenario") == scenario)
     for column, value in (("gpu", ask.gpu), ("target", ask.target)):
         if value is not None:
-            frame = frame.filter(pl.col(column) == value)
-            if frame.is_empty():
-                raise ValueRangeError(column, f"'{value}' is not in this sweep's capacity table")
+            frame = match_name(frame, column, value, out_dir)
     # a capacity table written before the column existed holds no such row to leave out
     has_limits = "within_max_context" in frame.columns
     held = frame.filter(pl.col("within_max_context")) if has_limits else frame
