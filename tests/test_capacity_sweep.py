@@ -206,7 +206,10 @@ def test_fewest_gpus_per_gpu_type_for_any_rate(fleet, table, runner):
         app, ["best", str(out), "--request-rate", "25", "--sla", "interactive", "--by", "cost"]
     )
     assert text.exit_code == 0, text.output
-    assert "Fewest dollars per GPU type: chat at 25 requests/s, SLA interactive" in text.stdout
+    assert (
+        "Fewest dollars per GPU type for llama-3.1-8b: chat at 25 requests/s, SLA interactive"
+        in text.stdout
+    )
 
 
 def test_the_tables_are_the_same_bytes_with_two_workers(fleet, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from tests.test_capacity_sweep import SWEEP as FLEET_SWEEP
+from tests.test_capacity_targets import TWO_TARGETS
 
 matplotlib.use("Agg")
 
@@ -26,6 +26,8 @@ def _drawn_texts(fig):
     """The texts the figure shows: titles, axis labels, annotations, legend entries, and the
     tick labels of ticks inside the axes' limits (matplotlib keeps others it never draws)."""
     texts = list(fig.texts)
+    for legend in fig.legends:
+        texts += [legend.get_title(), *legend.get_texts()]
     for ax in fig.axes:
         texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
         texts += list(ax.texts)
@@ -78,8 +80,9 @@ def figures(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("figures")
     figure_module.save = keep
     try:
-        capacity = tmp / "capacity.yaml"  # the README's workload and SLA names, a smaller grid
-        capacity.write_text(FLEET_SWEEP)
+        # two targets, as the README's sweep, under its workload and SLA names; a smaller grid
+        capacity = tmp / "capacity.yaml"
+        capacity.write_text(TWO_TARGETS)
         make_figures.render(tmp, ROOT / "sweeps" / "fleet.yaml", capacity)
     finally:
         figure_module.save = save
@@ -129,6 +132,24 @@ def test_the_report_figure_fits_its_fixed_margins():
     assert _problems(fig, inside_figure=True) == []
 
 
+@pytest.mark.parametrize("targets", [1, 2, 3])
+def test_the_fleet_figure_fits_its_own_margins(targets):
+    """The fleet figure as the report draws it (its own margins, no tight bounding box) and as
+    a PNG: a panel per target and one legend below for eight GPU types with long names."""
+    from infersize.show.capacity_figure import fleet_figure
+    from infersize.sweep.capacity_best import FleetCurve, FleetPanel
+
+    rates = [float(r) for r in range(1, 121)]
+    curves = [
+        FleetCurve(f"a-long-gpu-name-{i}-sxm", rates, [int(r * (i + 2)) for r in rates],
+                   [int(r * (i + 1)) for r in rates])
+        for i in range(8)
+    ]  # fmt: skip
+    panels = [FleetPanel(f"a-long-target-name-{t}b", "chat", 1, curves) for t in range(targets)]
+    question = "a-long-workload-name, SLA a-long-sla-name (α scenario 1)"
+    assert _problems(fleet_figure(panels, question), inside_figure=True) == []
+
+
 def test_the_check_finds_an_overlap_and_a_text_outside():
     """The checker itself: two labels written on one point, and one past the right edge."""
     from matplotlib.figure import Figure
@@ -141,3 +162,7 @@ def test_the_check_finds_an_overlap_and_a_text_outside():
     problems = _problems(fig, inside_figure=True)
     assert "'first label' overlaps 'second label'" in problems
     assert "'far out' leaves the figure" in problems
+    fig = Figure(figsize=(4, 3))  # a figure's own legend (not an axes') is checked too
+    fig.text(0.45, 0.5, "under the legend")
+    fig.legend(handles=fig.add_subplot().plot([], [], label="the legend"), loc="center")
+    assert "'under the legend' overlaps 'the legend'" in _problems(fig)

@@ -134,11 +134,13 @@ def _print_fleet(out_dir: Path, options: dict[str, object], as_json: bool) -> No
     answer = fewest_gpus(out_dir, ask)
     if as_json:
         typer.echo(json.dumps({
-            "request_rate": rate, "sla": sla, "workload": answer.workload, "by": ask.by,
-            "acceptance_scenario": answer.scenario, "rows": answer.rows, "notes": answer.notes,
+            "request_rate": rate, "sla": sla, "workload": answer.workload,
+            "target": answer.target, "by": ask.by, "acceptance_scenario": answer.scenario,
+            "rows": answer.rows, "notes": answer.notes,
         }, indent=2))  # fmt: skip
         return
-    title = f"Fewest {'GPUs' if ask.by == 'gpus' else 'dollars'} per GPU type: " + answer.notes[0]
+    fewest = "GPUs" if ask.by == "gpus" else "dollars"
+    title = f"Fewest {fewest} per GPU type for {answer.target}: {answer.notes[0]}"
     render_table(console(), title, FLEET_COLUMNS, fleet_rows(answer.rows))
     for note in answer.notes[1:]:
         typer.echo(f"note: {note}")

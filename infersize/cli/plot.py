@@ -192,15 +192,19 @@ def plot_capacity(
         ),
     ] = None,
     scenario: opt.SliceScenario = None,
+    target: opt.TargetFilter = None,
 ) -> None:
-    """GPUs needed against the fleet's request rate, per GPU type, with speculation (solid)
-    and without (dashed), from a capacity sweep's table."""
+    """GPUs needed against the fleet's request rate per GPU type, with speculation (solid)
+    and without (dashed), from a capacity sweep's table: one panel per target, or the one
+    --target names."""
     from infersize.show.capacity_figure import fleet_figure
     from infersize.show.figures import save
-    from infersize.sweep.capacity_best import FleetAsk, curve_rates, fleet_curves
+    from infersize.sweep.capacity_best import FleetAsk, curve_rates, fleet_panels
 
     rates = curve_rates(output_dir, max_rate)
-    ask = FleetAsk(request_rate=rates[0], sla=sla, workload=workload, scenario=scenario)
-    curves, answer = fleet_curves(output_dir, ask, rates)
-    title = f"GPUs needed: {answer.workload}, SLA {sla} (α scenario {answer.scenario})"
-    typer.echo(str(save(fleet_figure(curves, title), out)))
+    ask = FleetAsk(
+        request_rate=rates[0], sla=sla, workload=workload, scenario=scenario, target=target
+    )
+    panels = fleet_panels(output_dir, ask, rates)
+    question = f"{panels[0].workload}, SLA {sla} (α scenario {panels[0].scenario})"
+    typer.echo(str(save(fleet_figure(panels, question), out)))

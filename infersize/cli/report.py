@@ -86,8 +86,8 @@ def _capacity(output_dir: Path, manifest: dict[str, Any]) -> str:
     sections = [
         CapacitySection(
             workload=view.workload, workload_text=view.workload_text, sla=view.sla,
-            sla_terms=view.sla_terms, scenario=view.scenario, answers=view.answers,
-            curves=view.curves,
+            sla_terms=view.sla_terms, target=view.target, scenario=view.scenario,
+            answers=view.answers, curves=view.curves, notes=view.notes,
         )
         for view in fleet_views(output_dir)
     ]  # fmt: skip

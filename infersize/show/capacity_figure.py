@@ -4,13 +4,14 @@ speculation side by side, the SLA's limits and the rate up to which each arm mee
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from infersize.show.figures import literal, new_figure_grid
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     from infersize.service.capacity_answer import CapacityResult
     from infersize.service.capacity_curves import LatencyCurve
@@ -27,6 +28,15 @@ class FleetCurve(Protocol):
     def plain_gpus(self) -> list[int | None]: ...
     @property
     def speculative_gpus(self) -> list[int | None]: ...
+
+
+class FleetPanel(Protocol):
+    """One target's fleet curves, a panel of the fleet figure."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def curves(self) -> Sequence[FleetCurve]: ...
 
 
 STYLE = {"baseline": ("tab:blue", "plain decoding"), "speculative": ("tab:orange", "speculation")}
@@ -96,28 +106,76 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
     return fig
 
 
-def fleet_figure(curves: Sequence[FleetCurve], title: str) -> Figure:
-    """GPUs needed against the request rate per GPU type: solid with speculation, dashed
-    without (each the fewest over the sweep's deployments at that rate); the dashed line is
-    drawn over the solid one, so both show where they agree."""
+# each arm's line style, width and legend label
+ARMS: tuple[tuple[Literal["-", "--"], float, str], ...] = (
+    ("-", 2.6, "speculation"), ("--", 1.4, "plain decoding"),
+)  # fmt: skip
+
+
+def _fleet_panel(ax: Axes, panel: FleetPanel, colors: dict[str, str]) -> None:
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = new_figure_grid(1, 1, 8, 4.8)
-    ax = axes[0]
-    colors = [f"C{i}" for i in range(10)]
-    for curve, color in zip(curves, colors * (len(curves) // 10 + 1), strict=False):
-        arms = ((curve.speculative_gpus, "-", 2.6, "speculation"),
-                (curve.plain_gpus, "--", 1.4, "plain decoding"))  # fmt: skip
-        for values, style, width, how in arms:
+    for curve in panel.curves:
+        arms = zip((curve.speculative_gpus, curve.plain_gpus), ARMS, strict=True)
+        for values, (style, width, _how) in arms:
             points = [(r, g) for r, g in zip(curve.rates, values, strict=True) if g is not None]
             if points:
                 xs, ys = zip(*points, strict=True)
-                label = literal(f"{curve.gpu}, {how}")
-                ax.step(xs, ys, style, where="post", color=color, linewidth=width, label=label)
+                ax.step(xs, ys, style, where="post", color=colors[curve.gpu], linewidth=width)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("request rate of the fleet (requests/s)")
     ax.set_ylabel("GPUs needed")
-    ax.set_title(literal(title), fontsize=10)
+    ax.set_title(literal(panel.target), fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+
+
+def _legend(gpus: list[str], colors: dict[str, str], width: float) -> tuple[list[Line2D], int]:
+    """A colour per GPU type and a line style per arm, and as many entries to a row as the
+    figure's width holds (about 0.065 inch a letter at 8 points)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colors[gpu], linewidth=2.6, label=literal(gpu))
+               for gpu in gpus]  # fmt: skip
+    handles += [Line2D([], [], color="0.25", linestyle=style, linewidth=line, label=how)
+                for style, line, how in ARMS]  # fmt: skip
+    entry = 0.75 + 0.065 * max(len(name) for name in [*gpus, *(how for *_, how in ARMS)])
+    return handles, max(1, min(len(handles), 5, int((width - 0.4) / entry)))
+
+
+def fleet_figure(panels: Sequence[FleetPanel], question: str) -> Figure:
+    """GPUs needed against the request rate per GPU type, one panel per target (two to a row):
+    solid with speculation, dashed without (each the fewest over the target's deployments at
+    that rate); the dashed line is drawn over the solid one, so both show where they agree.
+    One panel's title names its target and the question; several share the question's title
+    and each is titled with its target. One legend below; margins in inches, so a report can
+    draw it as it is (no tight bounding box)."""
+    import textwrap
+
+    columns = min(len(panels), 2)
+    rows = -(-len(panels) // columns)
+    width = 1.1 + 6.0 * columns
+    gpus = list(dict.fromkeys(curve.gpu for panel in panels for curve in panel.curves))
+    colors = {gpu: f"C{i % 10}" for i, gpu in enumerate(gpus)}
+    handles, legend_columns = _legend(gpus, colors, width)
+    below = 0.7 + 0.2 * -(-len(handles) // legend_columns)  # inches: x label, then the legend
+    one = len(panels) == 1
+    title = f"GPUs needed for {panels[0].target}: {question}" if one else f"GPUs needed: {question}"
+    lines = textwrap.wrap(title, int((width - 1.1) / 0.085))  # about 0.085 inch a letter at 11
+    above = 0.2 * len(lines) + (0.25 if one else 0.45)  # inches over the panels: the title(s)
+    height = above + below + 3.9 * rows
+    left, right = 0.8 / width, 1 - 0.3 / width
+    fig, axes = new_figure_grid(rows, columns, width, height)
+    for ax, panel in zip(axes, panels, strict=False):
+        _fleet_panel(ax, panel, colors)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    if one:
+        axes[0].set_title(literal("\n".join(lines)), fontsize=11)
+    else:
+        fig.suptitle(literal("\n".join(lines)), x=(left + right) / 2, y=1 - 0.1 / height,
+                     va="top", fontsize=11)  # fmt: skip
+    fig.legend(handles=handles, loc="lower center", ncols=legend_columns, fontsize=8,
+               frameon=False, bbox_to_anchor=((left + right) / 2, 0))  # fmt: skip
+    fig.subplots_adjust(left=left, right=right, top=1 - above / height, bottom=below / height,
+                        wspace=0.16, hspace=0.4)  # fmt: skip
     return fig

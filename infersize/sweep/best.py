@@ -286,6 +286,12 @@ def _catalog_id(column: str, value: str) -> str:
         return value
 
 
+def match_name(frame: pl.DataFrame, column: str, value: str, out_dir: Path) -> pl.DataFrame:
+    """The rows of `frame` whose gpu or target is `value`, a catalog alias or id in any case; a
+    name not among them is one line: swept but never fitting, not in this sweep, or unknown."""
+    return _match(frame, column, {column: _catalog_id(column, value)}, out_dir)
+
+
 def _match(frame: pl.DataFrame, column: str, names: dict[str, str], out_dir: Path) -> pl.DataFrame:
     value = names[column]
     known = sorted(frame[column].unique().to_list())

@@ -6,7 +6,7 @@ gives its replicas for R (⌈headroom × R / capacity⌉)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import polars as pl
 
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.capacity import replicas_for
-from infersize.sweep.best import read_manifest, read_table
+from infersize.sweep.best import match_name, read_manifest, read_table
 
 BY = ("gpus", "cost")
 PLAIN_KEY = ["gpu", "tp", "target", "target_quant", "kv_dtype"]
@@ -31,12 +31,13 @@ class FleetAsk:
     target: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FleetAnswer:
     rows: list[dict[str, Any]]  # per GPU type: the best plain and the best speculative option
     # (DEPLOYMENT, SPECULATION and what the rate needs: replicas, GPUs, $/hour)
     workload: str
     scenario: int
+    target: str  # the one target model every row deploys
     notes: list[str] = field(default_factory=list)
 
 
@@ -104,13 +105,21 @@ def _option(row: dict[str, Any], arm: str) -> dict[str, Any]:
     return option
 
 
-def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
-    if not (math.isfinite(ask.request_rate) and ask.request_rate > 0):
-        raise ValueRangeError(
-            "request_rate", f"must be a positive number, got {ask.request_rate:g}"
-        )
-    if ask.by not in BY:
-        raise ValueRangeError("by", f"must be gpus or cost, got '{ask.by}'")
+@dataclass(frozen=True)
+class _Slice:
+    """The capacity rows one question reads: its SLA, workload and α scenario (and the GPU and
+    target, when asked), and of those the rows whose models hold the workload's requests."""
+
+    out_dir: Path
+    rows: pl.DataFrame
+    held: pl.DataFrame
+    sla: str
+    workload: str
+    scenario: int
+    headroom: float
+
+
+def _slice(out_dir: Path, ask: FleetAsk) -> _Slice:
     frame = read_table(out_dir, "capacity")
     headroom = float(read_manifest(out_dir).get("capacity", {}).get("headroom", 1.0))
     if frame.is_empty():
@@ -126,35 +135,60 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
     frame = frame.filter(pl.col("acceptance_scenario") == scenario)
     for column, value in (("gpu", ask.gpu), ("target", ask.target)):
         if value is not None:
-            frame = frame.filter(pl.col(column) == value)
-            if frame.is_empty():
-                raise ValueRangeError(column, f"'{value}' is not in this sweep's capacity table")
+            frame = match_name(frame, column, value, out_dir)
     # a capacity table written before the column existed holds no such row to leave out
     has_limits = "within_max_context" in frame.columns
     held = frame.filter(pl.col("within_max_context")) if has_limits else frame
-    beyond = sorted(set(frame["target"].to_list()) - set(held["target"].to_list()))
-    if held.is_empty():
+    return _Slice(out_dir, frame, held, sla, workload, scenario, headroom)
+
+
+def _targets(part: _Slice) -> list[str]:
+    """The slice's targets whose deployments hold the workload's requests (at least one)."""
+    if part.held.is_empty():
         raise InfersizeError(
-            f"{out_dir}: no deployment holds the {workload} workload's longest request "
-            f"(prompt plus answer) within its models' max_position_embeddings"
+            f"{part.out_dir}: no deployment holds the {part.workload} workload's longest "
+            "request (prompt plus answer) within its models' max_position_embeddings"
         )
-    frame = _priced(held, ask.request_rate, headroom)
+    return sorted(part.held["target"].unique().to_list())
+
+
+def _answer(part: _Slice, target: str | None, rate: float, by: str) -> FleetAnswer:
+    """Per GPU type, the best plain and speculative deployment of one target at `rate`: the
+    target given, else the slice's only one (several: one line asking to choose)."""
+    targets = _targets(part)
+    chosen = _one_of(part.held, "target", target)
+    frame = _priced(part.held.filter(pl.col("target") == chosen), rate, part.headroom)
     rows = []
     for gpu in sorted(frame["gpu"].unique().to_list()):
         of_gpu = frame.filter(pl.col("gpu") == gpu)
-        plain, spec = _best(of_gpu, "baseline", ask.by), _best(of_gpu, "speculative", ask.by)
+        plain, spec = _best(of_gpu, "baseline", by), _best(of_gpu, "speculative", by)
         saves = None if plain is None or spec is None else plain["gpus"] - spec["gpus"]
         rows.append({
             "gpu": gpu, "gpu_name": of_gpu["gpu_name"][0], "plain": plain, "speculative": spec,
             "speculation_saves_gpus": saves,
         })  # fmt: skip
+    beyond = sorted(set(part.rows["target"].to_list()) - set(targets))
     notes = [
-        f"{workload} at {ask.request_rate:g} requests/s, SLA {sla}; α scenario {scenario}; "
-        f"headroom {headroom:g}",
-        *(f"{target} cannot hold the {workload} workload's requests (max_position_embeddings)"
-          for target in beyond),
+        f"{part.workload} at {rate:g} requests/s, SLA {part.sla}; α scenario {part.scenario}; "
+        f"headroom {part.headroom:g}",
+        *(f"{other} cannot hold the {part.workload} workload's requests "
+          "(max_position_embeddings)" for other in beyond),
     ]  # fmt: skip
-    return FleetAnswer(rows=rows, workload=workload, scenario=scenario, notes=notes)
+    return FleetAnswer(
+        rows=rows, workload=part.workload, scenario=part.scenario, target=chosen, notes=notes
+    )
+
+
+def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
+    """One target's answer: the target asked, or the only one whose deployments hold the
+    workload's requests; a table of several asks which (answers never mix models)."""
+    if not (math.isfinite(ask.request_rate) and ask.request_rate > 0):
+        raise ValueRangeError(
+            "request_rate", f"must be a positive number, got {ask.request_rate:g}"
+        )
+    if ask.by not in BY:
+        raise ValueRangeError("by", f"must be gpus or cost, got '{ask.by}'")
+    return _answer(_slice(out_dir, ask), None, ask.request_rate, ask.by)
 
 
 @dataclass(frozen=True)
@@ -165,22 +199,33 @@ class FleetCurve:
     speculative_gpus: list[int | None]
 
 
-def fleet_curves(
-    out_dir: Path, ask: FleetAsk, rates: list[float]
-) -> tuple[list[FleetCurve], FleetAnswer]:
-    """GPUs needed against the request rate per GPU type, both ways (`plot capacity`)."""
+@dataclass(frozen=True)
+class FleetPanel:
+    """One target's GPUs needed against the request rate, per GPU type, both ways."""
+
+    target: str
+    workload: str
+    scenario: int
+    curves: list[FleetCurve]
+
+
+def _panel(part: _Slice, target: str, rates: list[float]) -> FleetPanel:
     curves: dict[str, FleetCurve] = {}
-    answer = None
     for rate in rates:
-        answer = fewest_gpus(out_dir, replace(ask, request_rate=rate))
-        for entry in answer.rows:
+        for entry in _answer(part, target, rate, "gpus").rows:
             curve = curves.setdefault(entry["gpu"], FleetCurve(entry["gpu"], [], [], []))
             curve.rates.append(rate)
             plain, spec = entry["plain"], entry["speculative"]
             curve.plain_gpus.append(None if plain is None else plain["gpus"])
             curve.speculative_gpus.append(None if spec is None else spec["gpus"])
-    assert answer is not None
-    return list(curves.values()), answer
+    return FleetPanel(target, part.workload, part.scenario, list(curves.values()))
+
+
+def fleet_panels(out_dir: Path, ask: FleetAsk, rates: list[float]) -> list[FleetPanel]:
+    """`plot capacity`: one panel per target, the one asked or else each whose deployments
+    hold the workload's requests, by name."""
+    part = _slice(out_dir, ask)
+    return [_panel(part, target, rates) for target in _targets(part)]
 
 
 CURVE_POINTS = 200  # rates a fleet curve is drawn at, evenly up to its largest
@@ -198,40 +243,47 @@ def curve_rates(out_dir: Path, max_rate: float | None = None) -> list[float]:
 
 @dataclass(frozen=True, kw_only=True)
 class FleetView:
-    """A capacity sweep's answers for one workload and SLA: the fewest GPUs per GPU type at
-    each swept target rate, and the curves over all rates (the report's capacity section)."""
+    """A capacity sweep's answers for one workload, SLA and target: the fewest GPUs per GPU
+    type at each swept target rate, and the curves over all rates (a section of the report)."""
 
     workload: str
     workload_text: str
     sla: str
     sla_terms: str
+    target: str
     scenario: int
     answers: list[tuple[float, list[dict[str, Any]]]]
     curves: list[FleetCurve]
+    notes: list[str]
+
+
+def _workload_text(rows: pl.DataFrame, rates: list[float]) -> str:
+    first = rows.row(0, named=True)
+    return (
+        f"{first['workload']}: {first['input_tokens']:g} prompt and {first['output_tokens']:g} "
+        f"answer tokens per request on average, {first['arrival']} arrivals, target rates "
+        + ", ".join(f"{r:g}" for r in rates)
+        + " requests/s"
+    )
 
 
 def fleet_views(out_dir: Path) -> list[FleetView]:
-    """Every (workload, SLA) of the sweep's capacity table at its middle α scenario."""
+    """Every (workload, SLA, target) of the sweep's capacity table at its middle α scenario;
+    a target that cannot hold a workload's requests has no view of it."""
     frame = read_table(out_dir, "capacity")
+    every_rate = curve_rates(out_dir)
     views = []
     keys = frame.select("workload", "sla", "sla_terms").unique(maintain_order=True)
     for workload, sla, terms in keys.iter_rows():
         rows = frame.filter(pl.col("workload") == workload)
-        first = rows.row(0, named=True)
         rates = sorted(rows["target_request_rate"].unique().to_list())
-        ask = FleetAsk(request_rate=rates[0], sla=sla, workload=workload)
-        answers = [
-            (rate, fewest_gpus(out_dir, replace(ask, request_rate=rate)).rows) for rate in rates
-        ]
-        curves, answer = fleet_curves(out_dir, ask, curve_rates(out_dir))
-        text = (
-            f"{workload}: {first['input_tokens']:g} prompt and {first['output_tokens']:g} "
-            f"answer tokens per request on average, {first['arrival']} arrivals, target rates "
-            + ", ".join(f"{r:g}" for r in rates)
-            + " requests/s"
-        )
-        views.append(FleetView(
-            workload=workload, workload_text=text, sla=sla, sla_terms=terms,
-            scenario=answer.scenario, answers=answers, curves=curves,
-        ))  # fmt: skip
+        part = _slice(out_dir, FleetAsk(request_rate=rates[0], sla=sla, workload=workload))
+        for target in _targets(part) if not part.held.is_empty() else []:
+            answers = [(rate, _answer(part, target, rate, "gpus")) for rate in rates]
+            views.append(FleetView(
+                workload=workload, workload_text=_workload_text(rows, rates), sla=sla,
+                sla_terms=terms, target=target, scenario=part.scenario,
+                answers=[(rate, answer.rows) for rate, answer in answers],
+                curves=_panel(part, target, every_rate).curves, notes=answers[0][1].notes[1:],
+            ))  # fmt: skip
     return views
