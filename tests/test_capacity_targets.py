@@ -84,9 +84,9 @@ def test_best_names_the_target_it_answers_for(runner, two_targets, monkeypatch):
         "  K    GPUs    $/h   saves",
         " " + "─" * 113,
         "  h100-sxm   llama-3.2-3b fp8 kv fp16      1   3.49   llama-3.2-3b fp8 kv fp16 + ngram "
-        "  2       1   3.49      +0",
-        "  l40s       llama-3.2-3b fp8 kv fp16      2   2.18   llama-3.2-3b fp8 kv fp16 + ngram "
-        "  2       1   1.09      +1",
+        "  0       1   3.49      +0",
+        "  l40s       llama-3.2-3b fp8 kv fp16      1   1.09   llama-3.2-3b fp8 kv fp16 + ngram "
+        "  0       1   1.09      +0",
         "",
     ]
     other = runner.invoke(app, ["best", str(two_targets), *ASK, "--target", "llama-3.1-8b"])
@@ -212,7 +212,9 @@ def test_plot_capacity_target_draws_one_panel_titled_with_it(runner, two_targets
     assert [title for title, _c, _y in shown["panels"]] == [
         "GPUs needed for llama-3.2-3b: chat, SLA interactive (α scenario 0)"
     ]
-    assert shown["panels"][0][2] == [1, 1, 1, 2]  # at 40 requests/s: h100 1 and 1, l40s 1 and 2
+    answer = _best(runner, two_targets, "--target", "llama-3.2-3b")
+    at_40 = [entry[arm]["gpus"] for entry in answer["rows"] for arm in ("speculative", "plain")]
+    assert shown["panels"][0][2] == at_40  # each GPU's speculative line, then its plain
 
 
 def test_the_report_has_a_section_per_target(runner, two_targets, tmp_path):

@@ -59,9 +59,9 @@ def test_ngram_needs_the_users_acceptance(tmp_path):
         plan_of(tmp_path, BASE + "methods: [ngram]\n")
     assert str(error.value).endswith(
         "(llama-3.1-8b, ngram): n-gram acceptance depends on how much the output repeats the "
-        "prompt: give acceptance_rate (or acceptance_rates) for llama-3.1-8b with ngram; in "
-        "a sweep, give the pair its acceptance_rates under pairs, or acceptance_rates for every "
-        "pair"
+        "prompt: give workload_kind (published for chat, code-editing, math, summarization) or "
+        "acceptance_rate for llama-3.1-8b with ngram; in a sweep, give the pair its "
+        "acceptance_rates under pairs, or acceptance_rates for every pair"
     )
     plan = plan_of(tmp_path, BASE + "methods: [ngram]\nacceptance_rates: [0.5]\n")
     assert {(s.draft, s.draft_quant, s.method) for s in plan.settings} == {

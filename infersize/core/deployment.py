@@ -28,6 +28,12 @@ from infersize.core.vllm_pool import Profile, default_profile
 from infersize.errors import InfersizeError
 
 T = TypeVar("T")
+TP_SIZES = (1, 2, 4, 8)  # the tensor-parallel sizes of one node
+
+
+def tensor_parallel_sizes(attention_heads: int, sizes: tuple[int, ...] = TP_SIZES) -> list[int]:
+    """The sizes that split a model's attention heads evenly (vLLM requires it)."""
+    return [tp for tp in sizes if attention_heads % tp == 0]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,17 +100,18 @@ def _ngram_acceptance(
     rows = [r for r in catalog.published_acceptance if r.method == "ngram"]
     measured = ", ".join(sorted({r.workload_kind for r in rows if r.workload_kind}))
     if kind is None:
+        published = f" (published for {measured})" if measured else ""
         raise InfersizeError(
             "n-gram acceptance depends on how much the output repeats the prompt: give "
-            f"{{workload_kind}} (published for {measured}) or {{acceptance_rate}} for "
-            f"{target.id} with ngram",
+            f"{{workload_kind}}{published} or {{acceptance_rate}} for {target.id} with ngram",
             settings=("workload_kind", "acceptance_rate", "acceptance_rates"),
         )
     matching = [r for r in rows if r.workload_kind == kind]
     if not matching:
         raise InfersizeError(
-            f"no published n-gram acceptance on {kind} traffic in the catalog (only on "
-            f"{measured}): give {{acceptance_rate}} for {target.id} with ngram",
+            f"no published n-gram acceptance on {kind} traffic in the catalog"
+            + (f" (only on {measured})" if measured else "")
+            + f": give {{acceptance_rate}} for {target.id} with ngram",
             settings=("acceptance_rate", "acceptance_rates"),
         )
     detail = (

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 from infersize.catalog.store import Catalog
+from infersize.core.deployment import tensor_parallel_sizes
 from infersize.core.metrics import latency_floor
 from infersize.service.capacity import CapacityRequest, UnservableError, make_arm, prepare_capacity
 from infersize.service.capacity_search import alone
-from infersize.service.fit_limits import TP_SIZES
 
 GPU_TRIES = 3  # faster GPUs tried, slowest first
 
@@ -34,7 +34,7 @@ def floor_remedy(req: CapacityRequest, catalog: Catalog, draft_k: int, tp: int) 
     dep = prepared.deployment
     heads = dep.target.model.num_attention_heads
     gpu = dep.gpu.id
-    larger = [size for size in TP_SIZES if size > tp and heads % size == 0]
+    larger = [size for size in tensor_parallel_sizes(heads) if size > tp]
     by_tp = next((size for size in larger if _clears(req, catalog, draft_k, size, gpu)), None)
     faster = sorted(
         (g for g in catalog.gpus.records.values()

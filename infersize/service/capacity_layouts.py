@@ -16,10 +16,10 @@ import math
 from collections.abc import Callable
 
 from infersize.catalog.store import Catalog
+from infersize.core.deployment import tensor_parallel_sizes
 from infersize.service.capacity import CapacityRequest, UnservableError, prepare_capacity
 from infersize.service.capacity_answer import ArmResult, CapacityResult
 from infersize.service.capacity_result import run_capacity
-from infersize.service.fit_limits import TP_SIZES
 
 RUNNER_UP = 1.25  # sizes whose one-replication cost is within this of the best are run in full
 
@@ -27,7 +27,7 @@ RUNNER_UP = 1.25  # sizes whose one-replication cost is within this of the best 
 def tp_sizes(req: CapacityRequest, catalog: Catalog) -> list[int]:
     """The sizes of one node that divide the target's attention heads."""
     model = prepare_capacity(req, catalog).deployment.target.model
-    return [tp for tp in TP_SIZES if model.num_attention_heads % tp == 0]
+    return tensor_parallel_sizes(model.num_attention_heads)
 
 
 def at_tp(req: CapacityRequest, tp: int, replications: int | None = None) -> CapacityRequest:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from infersize.catalog.records import KvDtype, WeightFormat
 from infersize.catalog.store import Catalog
+from infersize.core.deployment import tensor_parallel_sizes
 from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory
 from infersize.core.limits import max_fitting_batch, max_fitting_context
@@ -15,7 +16,6 @@ from infersize.errors import InfersizeError
 from infersize.service.resolve import LEVELS, Deployment, DeploymentRequest, resolve_deployment
 
 MAX_BATCH = 1 << 20  # far past any engine's max_num_seqs
-TP_SIZES = (1, 2, 4, 8)  # one node; a size must also divide the attention heads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,7 +114,7 @@ def _change_that_fits(
 def fit_limits(req: DeploymentRequest, dep: Deployment, catalog: Catalog, ask: Ask) -> FitLimits:
     numbers, engine = dep.numbers, dep.engine
     heads = dep.target.model.num_attention_heads
-    tps = [tp for tp in TP_SIZES if heads % tp == 0]
+    tps = tensor_parallel_sizes(heads)
     min_tp = next((tp for tp in tps if _fits_with(replace(req, tp=tp), catalog, engine, ask)), None)
     limits = FitLimits(
         max_fitting_context_length=max_fitting_context(

@@ -47,6 +47,13 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
     ),
     Column(name="arrival", kind="str", unit="", description="arrival process (poisson, ...)"),
     Column(
+        name="workload_kind",
+        kind="str",
+        unit="",
+        description="the workload's kind of traffic (chat, code, ...), whose published "
+        "acceptance the row's α is; null: not given",
+    ),
+    Column(
         name="within_max_context",
         kind="bool",
         unit="",

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.interval import MAX_REPLICATIONS
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
@@ -52,6 +53,7 @@ class WorkloadEntry(_Strict):
     lengths: str | None = None  # a trace, relative to the sweep file's folder
     arrival: str = DEFAULTS.arrival
     target_request_rates: list[float] | None = None
+    kind: str | None = None  # the traffic's kind (chat, code, ...); None: the sweep's
 
     @model_validator(mode="after")
     def _lengths_one_way(self) -> WorkloadEntry:
@@ -70,6 +72,11 @@ class WorkloadEntry(_Strict):
         except InfersizeError as exc:
             raise ValueError(str(exc).removeprefix("arrival ")) from None
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str | None) -> str | None:
+        return None if kind is None else known_workload_kind(kind)
+
     @field_validator("target_request_rates")
     @classmethod
     def _rates(cls, rates: list[float] | None) -> list[float] | None:
@@ -85,6 +92,14 @@ class CapacityOptions(_Strict):
     headroom: float = Field(default=DEFAULTS.headroom, ge=1.0)
     # capacity searches under independent draws: the mean answers, their spread is its range
     replications: int = Field(default=DEFAULTS.capacity_replications, ge=1, le=MAX_REPLICATIONS)
+
+
+def known_workload_kind(text: str) -> str:
+    """A workload kind as --workload-kind reads it (the message is the registry's)."""
+    try:
+        return workload_kind(text)
+    except InfersizeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _parses(text: str) -> str:

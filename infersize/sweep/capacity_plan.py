@@ -43,6 +43,7 @@ def capacity_plan(cfg: SweepConfig, doc: YamlDocument) -> CapacityPlan | None:
                 name=entry.name, input_tokens=inputs, output_tokens=outputs,
                 lengths_file=entry.lengths, arrival=entry.arrival,
                 target_request_rates=tuple(dict.fromkeys(float(r) for r in rates)),
+                kind=entry.kind or cfg.workload_kind,
             )
         )  # fmt: skip
     options = cfg.capacity
@@ -77,6 +78,7 @@ def resolved_capacity(plan: CapacityPlan) -> dict[str, Any]:
                 **lengths(w),
                 "arrival": w.arrival,
                 "target_request_rates": list(w.target_request_rates),
+                **({} if w.kind is None else {"kind": w.kind}),
             }
             for w in plan.workloads
         ],

@@ -107,7 +107,7 @@ def capacity_request(
         deployment=deployment, engine=scoring.engine, max_k=max_k,
         draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
         context_length=w.longest_request_tokens,
-        acceptance_rate=None if s.profile else s.alphas[case.scenario],
+        acceptance_rate=None if s.profile else s.alpha_on(w.kind, case.scenario),
         acceptance_rates=s.profile, acceptance_positions=s.acceptance_positions,
         eagle_topk=scoring.eagle_topk,
         num_draft_tokens=scoring.num_draft_tokens if tree else None,

@@ -115,7 +115,8 @@ def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) 
         "target_max_context_tokens": s.target_max_context_tokens,
         "draft_max_context_tokens": s.draft_max_context_tokens,
         "sla": case.sla_name, "sla_terms": case.sla, "acceptance_scenario": case.scenario,
-        "acceptance_rate": s.alphas[case.scenario], "target_request_rate": rate,
+        "acceptance_rate": s.alpha_on(w.kind, case.scenario), "target_request_rate": rate,
+        "workload_kind": w.kind,
         "engine": "", "price_usd_per_hour": price, "draft_k": answer.draft_k,
         "speculation_saves_gpus": None if None in gpus else gpus[0] - gpus[1],  # type: ignore[operator]
         "capacity_source": "simulator" if answer.simulated else "mean-field",

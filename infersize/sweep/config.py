@@ -23,6 +23,7 @@ from pydantic import (
 
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
+from infersize.core.deployment import TP_SIZES
 from infersize.core.engines import ENGINE_SETTINGS, ENGINES, VLLM_ENTRYPOINTS
 from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
@@ -36,6 +37,7 @@ from infersize.sweep.capacity_config import (
     check_slas,
     check_target_rates,
     check_workloads,
+    known_workload_kind,
 )
 
 
@@ -98,12 +100,16 @@ MAX_AXIS_INT = 2**31 - 1
 
 class GpuEntry(_Strict):
     name: str
-    tp: list[int] = Field(default=[1], min_length=1)
+    # tensor-parallel sizes, or auto: those of one node (1, 2, 4, 8) that divide each target's
+    # attention heads
+    tp: list[int] | Literal["auto"] = Field(default=[1], min_length=1)
     price_usd_per_hour: float | None = Field(default=None, ge=0)
 
     @field_validator("tp")
     @classmethod
-    def _tp_positive(cls, tp: list[int]) -> list[int]:
+    def _tp_positive(cls, tp: list[int] | str) -> list[int] | str:
+        if isinstance(tp, str):
+            return tp
         if any(t < 1 for t in tp):
             raise ValueError("tp sizes must be >= 1")
         if any(t > MAX_AXIS_INT for t in tp):
@@ -156,6 +162,9 @@ class SweepConfig(_Strict):
     output_tokens: IntAxis | None = None
     batch_sizes: IntAxis = [DEFAULTS.batch_size]
     acceptance_rates: FloatAxis | None = None  # a what-if: the same α for every pair
+    # the traffic's kind (chat, code, ...): whose published acceptance each pair takes
+    # (n-gram lookup needs it); a capacity workload's own `kind` overrides it for its rows
+    workload_kind: str | None = None
     draft_k: IntAxis = Range(start=1, stop=DEFAULTS.sweep_draft_k_stop, step=1)
     speedup_model: str = DEFAULTS.speedup_model  # a key of the speedup-model registry
     engine: str = DEFAULTS.engine  # a key of the engine registry
@@ -187,6 +196,11 @@ class SweepConfig(_Strict):
     slas: dict[str, SlaText] | None = Field(default=None, validate_default=True)
     target_request_rates: list[float] | None = Field(default=None, validate_default=True)
     capacity: CapacityOptions = CapacityOptions()
+
+    @field_validator("workload_kind")
+    @classmethod
+    def _known_kind(cls, kind: str | None) -> str | None:
+        return None if kind is None else known_workload_kind(kind)
 
     @field_validator("workloads")
     @classmethod
@@ -298,7 +312,10 @@ def cells_upper_bound(cfg: SweepConfig) -> float:
     three acceptance scenarios per pair. Pairs and settings that do not apply make it smaller."""
     methods = len(cfg.methods or ())  # at most one published drafter per method and target
     pairs = len(set(cfg.targets)) * (len(set(cfg.drafts)) + methods) + len(cfg.pairs)
-    tps = sum(len(set(g.tp)) if isinstance(g, GpuEntry) else 1 for g in cfg.gpus)
+    tps = sum(
+        (len(TP_SIZES) if g.tp == "auto" else len(set(g.tp))) if isinstance(g, GpuEntry) else 1
+        for g in cfg.gpus
+    )
     scenarios = _axis_count(cfg.acceptance_rates) if cfg.acceptance_rates is not None else 3
     own = [_axis_count(p.acceptance_rates) for p in cfg.pairs if p.acceptance_rates is not None]
     scenarios = max([scenarios, *own])

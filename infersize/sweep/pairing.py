@@ -20,7 +20,7 @@ from infersize.core.methods import get_method, method_of
 from infersize.core.profile import expected_tokens_profile
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.errors import InfersizeError
-from infersize.service.acceptance import pair_acceptance
+from infersize.service.acceptance import PairAcceptance, pair_acceptance
 from infersize.service.resolve import published_head
 from infersize.sweep.config import MAX_AXIS_INT, SweepConfig, SweepConfigError, axis_values
 
@@ -81,6 +81,8 @@ class Pair:
     alpha_source: str
     profile: tuple[float, ...] | None = None  # per-position acceptance, when the pair has one
     positions: int | None = None  # a head's published figure holds to its measured K
+    # α from the catalog on each capacity workload's own kind of traffic, where it differs
+    kind_alphas: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 def first_occurrences(names: list[str]) -> list[tuple[int, str]]:
@@ -224,17 +226,11 @@ def resolve_pairs(
         elif uniform is not None:
             pairs.append(Pair(target=target, draft=draft, alphas=uniform, alpha_source="sweep"))
         else:
-            try:
-                known = pair_acceptance(
-                    model_of(catalog, target), model_of(catalog, draft), catalog
-                )
-            except InfersizeError as exc:
-                raise exc.inside(
-                    SweepConfigError,
-                    f"{doc.path}: ({target}, {draft}): ",
-                    "; in a sweep, give the pair its acceptance_rates under pairs, or "
-                    "acceptance_rates for every pair",
-                ) from None
+            known = _catalog_acceptance(cfg, doc, catalog, target, draft, cfg.workload_kind)
+            by_kind = tuple(
+                (kind, _catalog_acceptance(cfg, doc, catalog, target, draft, kind).scenarios)
+                for kind in _workload_kinds(cfg)
+            )
             pairs.append(
                 Pair(
                     target=target,
@@ -242,6 +238,7 @@ def resolve_pairs(
                     alphas=known.scenarios,
                     alpha_source=known.source,
                     positions=known.positions,
+                    kind_alphas=by_kind,
                 )
             )
     pairs = _fill_profile_scenarios(pairs)
@@ -252,6 +249,29 @@ def resolve_pairs(
             "rates: every pair needs the same number of scenarios, compared position by position"
         )
     return pairs
+
+
+def _workload_kinds(cfg: SweepConfig) -> list[str]:
+    """The kinds of traffic the capacity workloads declare beyond the sweep's own."""
+    kinds = [w.kind for w in cfg.workloads or () if w.kind and w.kind != cfg.workload_kind]
+    return unique(kinds)
+
+
+def _catalog_acceptance(
+    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, target: str, draft: str,
+    kind: str | None,
+) -> PairAcceptance:  # fmt: skip
+    """The pair's α from the acceptance catalog on `kind` of traffic, or a one-line error
+    naming the pair and what would settle it."""
+    try:
+        return pair_acceptance(model_of(catalog, target), model_of(catalog, draft), catalog, kind)
+    except InfersizeError as exc:
+        raise exc.inside(
+            SweepConfigError,
+            f"{doc.path}: ({target}, {draft}): ",
+            "; in a sweep, give the pair its acceptance_rates under pairs, or acceptance_rates "
+            "for every pair",
+        ) from None
 
 
 def _fill_profile_scenarios(pairs: list[Pair]) -> list[Pair]:

@@ -19,6 +19,7 @@ from infersize import __version__
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
+from infersize.core.deployment import TP_SIZES
 from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
@@ -173,9 +174,15 @@ def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntr
             raise SweepConfigError(
                 f"{where(doc, *loc)}: {name} is listed twice with different prices"
             )
-        tps = list(dict.fromkeys([*(out[name].tp if name in out else []), *entry.tp]))
+        sizes = list(TP_SIZES) if entry.tp == "auto" else entry.tp
+        before = _sizes(out[name]) if name in out else []
+        tps = list(dict.fromkeys([*before, *sizes]))
         out[name] = entry.model_copy(update={"name": name, "tp": tps})
     return list(out.values())
+
+
+def _sizes(entry: GpuEntry) -> list[int]:
+    return list(TP_SIZES) if entry.tp == "auto" else entry.tp
 
 
 def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
@@ -209,9 +216,9 @@ def _settings(
     for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
         device = catalog.gpu(gpu.name)
         heads = model_of(catalog, pair.target).num_attention_heads
-        tps = [tp for tp in gpu.tp if heads % tp == 0]
+        tps = [tp for tp in _sizes(gpu) if heads % tp == 0]
         count_skipped(
-            skipped, "tp sizes that do not divide the attention heads", len(gpu.tp) - len(tps)
+            skipped, "tp sizes that do not divide the attention heads", len(_sizes(gpu)) - len(tps)
         )
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
@@ -245,6 +252,7 @@ def _settings(
                     method=method,
                     profile=pair.profile,
                     acceptance_positions=pair.positions,
+                    kind_alphas=pair.kind_alphas,
                 )
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")

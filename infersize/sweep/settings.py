@@ -29,6 +29,12 @@ class Setting:
     profile: tuple[float, ...] | None = None  # per-position acceptance replacing the i.i.d. α
     # a head's published figure: positions past its measured K are not credited
     acceptance_positions: int | None = None
+    # α on each capacity workload's kind of traffic where it differs from `alphas`
+    kind_alphas: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def alpha_on(self, kind: str | None, scenario: int) -> float:
+        """The pair's α in `scenario` on `kind` of traffic."""
+        return dict(self.kind_alphas).get(kind or "", self.alphas)[scenario]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +70,7 @@ class Workload:
     lengths_file: str | None  # the trace's path as the sweep file gives it
     arrival: str
     target_request_rates: tuple[float, ...]
+    kind: str | None = None  # the traffic's kind: whose published acceptance its rows take
 
     @property
     def longest_request_tokens(self) -> int:
