@@ -133,15 +133,17 @@ class _Simulation:
     def _held(self, step: int) -> float:
         """KV bytes the running requests hold at `step` (decodes with their draft slots)."""
         held = self._decode_kv(self.pool, step, float(self.r.lookahead))
-        return held + sum(
-            sequence_kv_bytes(self.pool, float(self.computed[i])) for i in self.prefilling
-        )
+        if not self.prefilling:
+            return held
+        pool, computed = self.pool, self.computed
+        return held + sum(sequence_kv_bytes(pool, float(computed[i])) for i in self.prefilling)
 
     def _step_seconds(self, step: int, prefill: int = 0, attended: float = 0.0,
                       prefill_kv: tuple[float, float] = (0.0, 0.0)) -> float:  # fmt: skip
-        contexts = self.context_base + self.context_rate * step if self.decoding else 0.0
+        decoding = self.decoding
+        contexts = self.context_base + self.context_rate * step if decoding else 0.0
         return self.r.table.seconds(
-            len(self.decoding), prefill, contexts, attended,
+            len(decoding), prefill, contexts, attended,
             self._decode_kv(self.target, step) + prefill_kv[0],
             self._decode_kv(self.draft, step) + prefill_kv[1],
         )  # fmt: skip
@@ -149,53 +151,61 @@ class _Simulation:
     # ---- requests coming and going ----
 
     def _arrive(self) -> None:
-        while self.arrivals and self.arrivals[0][0] <= self.t:
-            when, i = self.arrivals.popleft()
+        arrivals, t = self.arrivals, self.t
+        while arrivals and arrivals[0][0] <= t:
+            when, i = arrivals.popleft()
             self.arrival[i] = when
             self.waiting.append(i)
 
     def _start_decoding(self, i: int) -> None:
         """Request i's prompt is in the KV cache: it decodes from the next step on."""
-        self.start[i], self.end[i] = self.g, self.g + self.steps_left[i]
-        self.start_context[i] = float(self.prompt[i])
+        g = self.g
+        end = g + self.steps_left[i]
+        self.start[i], self.end[i] = g, end
+        self.start_context[i] = start = float(self.prompt[i])
         if self.steps_left[i] <= 0:
             self._finish(i)
             return
         self.decoding[i] = None
-        self.context_base += self.start_context[i] - self.rate[i] * self.g
-        self.context_rate += self.rate[i]
-        heapq.heappush(self.ends, (self.end[i], i))
+        rate = self.rate[i]
+        self.context_base += start - rate * g
+        self.context_rate += rate
+        heapq.heappush(self.ends, (end, i))
 
     def _stop_decoding(self, i: int) -> None:
-        del self.decoding[i]
-        self.context_base -= self.start_context[i] - self.rate[i] * self.start[i]
-        self.context_rate -= self.rate[i]
-        if not self.decoding:  # no drift from sums of many floats
+        decoding = self.decoding
+        del decoding[i]
+        rate = self.rate[i]
+        self.context_base -= self.start_context[i] - rate * self.start[i]
+        self.context_rate -= rate
+        if not decoding:  # no drift from sums of many floats
             self.context_base = self.context_rate = 0.0
 
     def _finish(self, i: int) -> None:
-        self.finish[i] = self.t
+        t = self.t
+        self.finish[i] = t
         self.done += 1
         if self.sent < self.n:  # closed loop: this client sends its next request now
-            self.arrivals.append((self.t, self.sent))
+            self.arrivals.append((t, self.sent))
             self.sent += 1
-        if self.give_up is not None:
-            rule, e2e = self.give_up, self.t - self.arrival[i]
+        rule = self.give_up
+        if rule is not None:
+            e2e = t - self.arrival[i]
             output = self.outputs[i]
-            tpot = (self.t - self.first_token[i]) / (output - 1) if output > 1 else 0.0
+            tpot = (t - self.first_token[i]) / (output - 1) if output > 1 else 0.0
             self.broken[1] += tpot > rule.tpot_s
             self.broken[2] += e2e > rule.e2e_s
             self._check_give_up()
 
     def _check_give_up(self) -> None:
-        rule = self.give_up
+        rule, broken = self.give_up, self.broken
         assert rule is not None
-        allowed = (rule.ttft_allowed, rule.tpot_allowed, rule.e2e_allowed)
-        for metric, broken, limit in zip(
-            ("ttft", "tpot", "e2e"), self.broken, allowed, strict=True
-        ):
-            if broken > limit:
-                self.gave_up = metric
+        if broken[0] > rule.ttft_allowed:
+            self.gave_up = "ttft"
+        if broken[1] > rule.tpot_allowed:
+            self.gave_up = "tpot"
+        if broken[2] > rule.e2e_allowed:
+            self.gave_up = "e2e"
 
     def _preempt(self) -> None:
         """The most recently admitted running request gives back its KV and waits at the head
@@ -219,52 +229,62 @@ class _Simulation:
     def _prefill_step(self) -> bool:
         """One step with prefill chunks (running prefills first, then waiting requests within
         the budget, max_num_seqs and the pool); False when no chunk could be scheduled."""
-        r = self.r
+        r, pool, capacity = self.r, self.pool, self.capacity
+        prompt, computed, prefilling, waiting = (
+            self.prompt,
+            self.computed,
+            self.prefilling,
+            self.waiting,
+        )
         budget = r.max_num_batched_tokens - len(self.decoding) * (1 + self.k)
         held = self._held(self.g)
         chunks: list[tuple[int, int]] = []
-        for i in self.prefilling:
-            take = min(self.prompt[i] - self.computed[i], budget)
-            if take <= 0 or held + sequence_kv_bytes(self.pool, float(take)) > self.capacity:
+        for i in prefilling:
+            take = min(prompt[i] - computed[i], budget)
+            if take <= 0 or held + sequence_kv_bytes(pool, float(take)) > capacity:
                 continue
             chunks.append((i, take))
             budget -= take
-            held += sequence_kv_bytes(self.pool, float(take)) - self.pool[3]
-        running = len(self.decoding) + len(self.prefilling)
-        while self.waiting and budget > 0 and running < r.max_num_seqs:
-            i = self.waiting[0]
-            take = min(self.prompt[i], budget)
-            if held + sequence_kv_bytes(self.pool, float(take)) > self.capacity:
+            held += sequence_kv_bytes(pool, float(take)) - pool[3]
+        running = len(self.decoding) + len(prefilling)
+        while waiting and budget > 0 and running < r.max_num_seqs:
+            i = waiting[0]
+            take = min(prompt[i], budget)
+            chunk_kv = sequence_kv_bytes(pool, float(take))
+            if held + chunk_kv > capacity:
                 break  # the queue waits for KV to free up (first come, first served)
-            self.waiting.popleft()
-            self.prefilling.append(i)
+            waiting.popleft()
+            prefilling.append(i)
             self.order[i] = self.admissions
             self.admissions += 1
-            if math.isnan(self.admitted[i]):
+            if self.admitted[i] != self.admitted[i]:  # NaN: its first admission
                 self.admitted[i] = self.t
             chunks.append((i, take))
             budget -= take
-            held += sequence_kv_bytes(self.pool, float(take))
+            held += chunk_kv
             running += 1
         if not chunks:
             return False
         tokens = attended = kv_target = kv_draft = 0.0
+        target, draft = self.target, self.draft
         for i, take in chunks:  # a chunk [a, b) attends to a+1 .. b tokens and reads b of KV
-            a, b = self.computed[i], self.computed[i] + take
+            a = computed[i]
+            b = a + take
             tokens += take
             attended += (b * (b + 1) - a * (a + 1)) / 2.0
-            kv_target += sequence_kv_bytes(self.target, float(b))
-            kv_draft += sequence_kv_bytes(self.draft, float(b))
+            kv_target += sequence_kv_bytes(target, float(b))
+            kv_draft += sequence_kv_bytes(draft, float(b))
         seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
         self._advance(1, seconds, 0.0)
+        give_up = self.give_up
         for i, take in chunks:
-            self.computed[i] += take
-            if self.computed[i] >= self.prompt[i]:
-                self.prefilling.remove(i)
-                if math.isnan(self.first_token[i]):
+            computed[i] += take
+            if computed[i] >= prompt[i]:
+                prefilling.remove(i)
+                if self.first_token[i] != self.first_token[i]:  # NaN: its first token now
                     self.first_token[i] = self.t
-                    if self.give_up is not None:
-                        self.broken[0] += self.t - self.arrival[i] > self.give_up.ttft_s
+                    if give_up is not None:
+                        self.broken[0] += self.t - self.arrival[i] > give_up.ttft_s
                         self._check_give_up()
                 self._start_decoding(i)
         return True
@@ -273,45 +293,51 @@ class _Simulation:
         """Move `steps` steps of `first` seconds, each `slope` longer than the one before;
         requests whose last step this was finish."""
         seconds = steps * first + slope * steps * (steps - 1) / 2.0
-        self.running_seconds += (len(self.decoding) + len(self.prefilling)) * seconds
-        if self.decoding:
-            self.itl.append((first, slope, steps, len(self.decoding)))
+        decoding = self.decoding
+        self.running_seconds += (len(decoding) + len(self.prefilling)) * seconds
+        if decoding:
+            self.itl.append((first, slope, steps, len(decoding)))
         self.t += seconds
-        self.g += steps
-        while self.ends and self.ends[0][0] <= self.g:
-            end, i = heapq.heappop(self.ends)
-            if i in self.decoding and self.end[i] == end:
+        self.g = g = self.g + steps
+        ends, end_of = self.ends, self.end
+        while ends and ends[0][0] <= g:
+            end, i = heapq.heappop(ends)
+            if i in decoding and end_of[i] == end:
                 self._stop_decoding(i)
                 self._finish(i)
 
     def _decode_run(self) -> None:
         """Decode only, up to the next event: a completion, an arrival the scheduler could
         admit, or the step at which the pool runs out (then preempt)."""
-        r = self.r
-        steps = self.ends[0][0] - self.g if self.ends else 1
+        r, g, ends = self.r, self.g, self.ends
+        steps = ends[0][0] - g if ends else 1
         if self.windowed:
-            held = self._held(self.g)
-            growth = self._held(self.g + 1) - held
-            first = self._step_seconds(self.g)
-            slope = self._step_seconds(self.g + 1) - first
+            held = self._held(g)
+            growth = self._held(g + 1) - held
+            first = self._step_seconds(g)
+            slope = self._step_seconds(g + 1) - first
         else:  # every term is linear in Σ contexts: the same numbers, without the sums
-            n, full, state = len(self.decoding), self.pool[0], self.pool[3]
-            context = self.context_base + self.context_rate * self.g
+            pool, context_rate = self.pool, self.context_rate
+            n, full, state = len(self.decoding), pool[0], pool[3]
+            context = self.context_base + context_rate * g
             held = full * (context + self.k * n) + state * n
-            held += sum(
-                sequence_kv_bytes(self.pool, float(self.computed[i])) for i in self.prefilling
-            )
-            growth = full * self.context_rate
-            first = self._intercept(n) + self.per_context * context
-            slope = self.per_context * self.context_rate
-        room = self.capacity - held
+            if self.prefilling:
+                computed = self.computed
+                held += sum(sequence_kv_bytes(pool, float(computed[i])) for i in self.prefilling)
+            growth = full * context_rate
+            intercept = self.intercepts.get(n)
+            if intercept is None:
+                intercept = self._intercept(n)
+            first = intercept + self.per_context * context
+            slope = self.per_context * context_rate
         if growth > 0:
-            steps = min(steps, int(room // growth))
+            steps = min(steps, int((self.capacity - held) // growth))
         if steps < 1:
             self._preempt()
             return
-        if self.arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
-            steps = min(steps, self._steps_until(self.arrivals[0][0] - self.t, first, slope))
+        arrivals = self.arrivals
+        if arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
+            steps = min(steps, self._steps_until(arrivals[0][0] - self.t, first, slope))
         self._advance(max(steps, 1), first, slope)
 
     @staticmethod

@@ -20,6 +20,7 @@ from functools import partial
 
 from infersize.catalog.store import Catalog
 from infersize.core.meanfield import mean_field, sustained_rate
+from infersize.core.metrics import sla_breaches
 from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
@@ -42,7 +43,7 @@ from infersize.service.capacity_result import (
     plain_decoding,
     run_capacity,
 )
-from infersize.service.capacity_search import Capacity
+from infersize.service.capacity_search import Capacity, alone
 from infersize.service.request import Prepared, SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
@@ -79,6 +80,9 @@ class Answer:
     interval: tuple[Interval | None, Interval | None]  # each arm's 95 % range (None: none)
     latency_ms: dict[float, tuple[Latency | None, Latency | None]]  # by target rate
     simulated: bool
+    # the screen cannot stand in for the simulator here: plain decoding serves nothing, so the
+    # arms' ratio scales nothing
+    unsure: bool = False
 
 
 def iter_cases(settings: tuple[Setting, ...], plan: CapacityPlan, scenarios: int) -> Iterator[Case]:
@@ -184,6 +188,8 @@ def screen(
             scores[k] = _screen_rate(arm, request)
     k = max(scores, key=lambda k: (scores[k], -k)) if scores else 0
     spec_interval = limit.interval
+    if k and _breaks_alone(make_arm(prepared, request.traffic, k, cache.replicas), request):
+        k = 0  # as the simulator: a K whose lone request breaks the SLA serves nothing
     if k == 0 or scores[k] <= base_screened:  # speculation does not pay: K = 0
         spec, spec_latency, k = base, plain_latency, 0
     else:
@@ -193,10 +199,16 @@ def screen(
         spec_interval = _screened_interval(limit.interval, spec / base if base > 0 else 1.0)
     return Answer(
         draft_k=k, max_request_rate=(base, spec), simulated=False,
-        interval=(limit.interval, spec_interval),
+        interval=(limit.interval, spec_interval), unsure=k > 0 and base <= 0,
         latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
                          _at_rates(spec_latency, request, spec, rates)),
     )  # fmt: skip
+
+
+def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
+    """Whether one request alone already breaks the SLA on this arm."""
+    assert request.sla is not None
+    return bool(sla_breaches(alone(arm, request.traffic), request.sla))
 
 
 def simulate(

@@ -80,7 +80,10 @@ def chunk_answers(
             simulated.add(i)
 
     for members in groups.values():
-        confirm({i for i in members if near_edge(answers[i], cases[i], plan.headroom)})
+        confirm({
+            i for i in members
+            if answers[i].unsure or near_edge(answers[i], cases[i], plan.headroom)
+        })  # fmt: skip
         while True:
             ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], cases[i], 1), i))
             leaders = set(ranked[: plan.simulate_top])
