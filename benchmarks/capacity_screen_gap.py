@@ -1,10 +1,11 @@
 """How well a capacity sweep's screen stands in for the simulator: every case of a capacity
 sweep (a deployment under a workload, an SLA and an α scenario) answered both ways, the screen
 as the sweep screens (plain decoding simulated, speculation's capacity the mean-field ratio of
-the arms times it) and the simulator as `infersize capacity --draft-k auto` answers. Prints the
-error of the screened speculative capacity (median and 90th percentile of its absolute value,
-and its median sign), how often the two pick the same K, and how often they agree on whether
-speculation saves GPUs at each target rate.
+the arms times it, checked by one simulated probe) and the simulator as `infersize capacity
+--draft-k auto` answers. Prints the error of the screened speculative capacity (median and 90th
+percentile of its absolute value, its median sign, its largest over the rows the sweep leaves
+screened), how often the two agree on whether a row can be served at all, how often the
+simulator's GPUs lie within the screen's stated error, and the share the sweep simulates.
 
 Usage: python benchmarks/capacity_screen_gap.py [SWEEP] [--write]
 SWEEP defaults to sweeps/capacity.yaml; --write puts the table into docs/capacity.md between
@@ -22,10 +23,12 @@ from infersize.catalog.store import load_catalog
 from infersize.errors import InfersizeError
 from infersize.service.capacity import prepare_capacity
 from infersize.sweep.capacity_rows import (
+    SCREEN_ERROR,
     RowCache,
     capacity_request,
     gpus_needed,
     iter_cases,
+    near_edge,
     screen,
     simulate,
 )
@@ -36,14 +39,18 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "capacity.md"
 
 
-def gaps(sweep: Path) -> dict[str, list[tuple[float, bool, bool]]]:
-    """Per SLA: (relative error of the screened speculative capacity, same K, same saving
-    verdict at every target rate) for every case with a speculative arm that meets the SLA."""
+Case = dict[str, float | bool]
+
+
+def gaps(sweep: Path) -> dict[str, list[Case]]:
+    """Per SLA, every case both ways: the screened speculative capacity's error, whether both
+    serve (or neither), whether the sweep leaves it screened, and whether the simulator's GPUs
+    lie within the screen's stated error at every target rate."""
     plan = build_plan(*load_sweep(sweep))
     assert plan.capacity is not None, f"{sweep}: not a capacity sweep"
     catalog = load_catalog(tuple(plan.scoring.catalog_files))
     cache = RowCache()
-    out: dict[str, list[tuple[float, bool, bool]]] = {}
+    out: dict[str, list[Case]] = {}
     for case in iter_cases(plan.settings, plan.capacity, plan.scenarios):
         request = capacity_request(case, plan.scoring, max(plan.ks), plan.capacity)
         rates = case.workload.target_request_rates
@@ -53,48 +60,54 @@ def gaps(sweep: Path) -> dict[str, list[tuple[float, bool, bool]]]:
         except InfersizeError:
             continue
         simulated = simulate(request, catalog, rates, cache)
-        truth = simulated.max_request_rate[1]
-        if truth <= 0:
-            continue
-        error = screened.max_request_rate[1] / truth - 1.0
-        same_k = screened.draft_k == simulated.draft_k
-        verdicts = [
-            _saves(answer, rate, plan.capacity.headroom, case.setting.tp)
-            for rate in rates
-            for answer in (screened, simulated)
-        ]
-        same_verdict = verdicts[0::2] == verdicts[1::2]
-        out.setdefault(case.sla_name, []).append((error, same_k, same_verdict))
+        truth, guess = simulated.max_request_rate[1], screened.max_request_rate[1]
+        kept = not (screened.unsure or near_edge(screened, case, plan.capacity.headroom))
+        out.setdefault(case.sla_name, []).append({
+            "error": guess / truth - 1.0 if truth > 0 and guess > 0 else 0.0,
+            "servable": (truth > 0) == (guess > 0),
+            "kept": kept,
+            "within": all(_within(screened, simulated, rate, case.setting.tp,
+                                  plan.capacity.headroom) for rate in rates),
+        })  # fmt: skip
     return out
 
 
-def _saves(answer: object, rate: float, headroom: float, tp: int) -> int | None:
-    plain, speculative = gpus_needed(answer, rate, headroom, tp)  # type: ignore[arg-type]
-    return None if plain is None or speculative is None else plain - speculative
+def _within(screened: object, simulated: object, rate: float, tp: int, headroom: float) -> bool:
+    """The simulator's speculative GPUs lie between those at the screen's capacity ± its error."""
+    guess = screened.max_request_rate[1]  # type: ignore[attr-defined]
+    truth = gpus_needed(simulated, rate, headroom, tp)[1]  # type: ignore[arg-type]
+    if guess <= 0:
+        return truth is None
+    bounds = [-(-headroom * rate // (guess * f)) * tp for f in (1 + SCREEN_ERROR, 1 - SCREEN_ERROR)]
+    return truth is not None and bounds[0] <= truth <= bounds[1]
 
 
 def table(sweep: Path) -> str:
     start = time.perf_counter()
     lines = [
-        "| SLA | cases | speculative capacity: median abs. error | 90th percentile | median "
-        "error | same K | same GPUs saved |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| SLA | cases | screened capacity: median abs. error | 90th percentile | largest "
+        "where kept | same servable | GPUs within ±10 % | kept screened |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for sla, rows in sorted(gaps(sweep).items()):
-        errors = [e for e, _, _ in rows]
-        absolute = sorted(abs(e) for e in errors)
+        absolute = sorted(abs(float(r["error"])) for r in rows)
         p90 = absolute[min(len(absolute) - 1, int(0.9 * len(absolute)))]
-        same_k = sum(k for _, k, _ in rows) / len(rows)
-        same = sum(v for _, _, v in rows) / len(rows)
+        kept = [r for r in rows if r["kept"]]
+        worst = max((abs(float(r["error"])) for r in kept), default=0.0)
         lines.append(
             f"| {sla} | {len(rows)} | {statistics.median(absolute):.1%} | {p90:.1%} | "
-            f"{statistics.median(errors):+.1%} | {same_k:.0%} | {same:.0%} |"
+            f"{worst:.1%} | {_share(rows, 'servable')} | {_share(kept, 'within')} | "
+            f"{len(kept) / len(rows):.0%} |"
         )
     seconds = time.perf_counter() - start
     lines.append("")
     name = sweep.relative_to(ROOT) if sweep.is_relative_to(ROOT) else sweep
     lines.append(f"{name}, every case both ways in {seconds:.0f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _share(rows: list[Case], key: str) -> str:
+    return f"{sum(bool(r[key]) for r in rows)} of {len(rows)}" if rows else "-"
 
 
 def main() -> None:

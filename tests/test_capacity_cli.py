@@ -163,7 +163,24 @@ MISTAKES = [
         "--sla has an empty term in 'ttft:p99<=2s;;tpot:p99<=1s'",
     ),
     (["--sla", "ttft:p99<=2s;ttft:p50<=1s"], "--sla gives ttft twice"),
-    (["--request-rate", "-1"], "--request-rate must be a positive number, got -1"),
+    (
+        ["--request-rate", "-1"],
+        "--request-rate must be a number of requests/s in [1e-06, 1e+06], got -1",
+    ),
+    (
+        ["--request-rate", "5e-324"],
+        "--request-rate must be a number of requests/s in [1e-06, 1e+06], got 4.94066e-324",
+    ),
+    (["--seed", "-1"], "--seed must be in [0, 4.29497e+09], got -1"),
+    (
+        ["--arrival", "gamma:1e-300"],
+        "--arrival gamma's coefficient of variation must be in [0.01, 100], got '1e-300'",
+    ),
+    (
+        ["--output-tokens", "1", "--sla", "tpot:p99<=50ms"],
+        "--sla term 'tpot:p99<=50ms' limits the time between tokens, but every answer is one "
+        "token: no request has one (answers need at least 2 tokens, --output-tokens)",
+    ),
     (
         ["--concurrency", "4"],
         "--request-rate or --concurrency sets the load: give one of them, not both",
@@ -174,14 +191,15 @@ MISTAKES = [
     ),
     (
         ["--arrival", "gamma:-1"],
-        "--arrival gamma's coefficient of variation must be in (0, 100], got '-1'",
+        "--arrival gamma's coefficient of variation must be in [0.01, 100], got '-1'",
     ),
     (["--draft-k", "x"], "--draft-k takes a number of draft tokens or auto, got 'x'"),
-    (["--headroom", "0.5"], "--headroom must be at least 1, got 0.5"),
-    (["--requests", "0"], "--requests must be in 1..1000000, got 0"),
+    (["--headroom", "0.5"], "--headroom must be in [1, 1000], got 0.5"),
+    (["--headroom", "1e308"], "--headroom must be in [1, 1000], got 1e+308"),
+    (["--requests", "0"], "--requests must be in [1, 1e+06], got 0"),
     (
         ["--target-request-rate", "-3", "--sla", "ttft:p99<=2s"],
-        "--target-request-rate must be a positive number, got -3",
+        "--target-request-rate must be a number of requests/s in [1e-06, 1e+09], got -3",
     ),
     (
         ["--target-request-rate", "20"],

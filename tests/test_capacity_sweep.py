@@ -282,7 +282,7 @@ BAD_ENTRIES = [
     (
         ("output_tokens: 128}", 'output_tokens: 128, arrival: "gamma:cv=-1"}'),
         "line 18: key 'workloads.0.arrival': Value error, gamma's coefficient of variation must "
-        "be in (0, 100], got 'cv=-1'",
+        "be in [0.01, 100], got 'cv=-1'",
     ),
     (
         ("input_tokens: 512, output_tokens: 128", "lengths: nothere.csv"),

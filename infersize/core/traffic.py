@@ -25,6 +25,9 @@ from infersize.core.arrays import FloatArray, IntArray, floats
 from infersize.errors import ValueRangeError
 
 ARRIVALS = ("poisson", "constant", "gamma")
+# gamma's coefficient of variation: below MIN_CV its shape 1/CV² passes 10^4 (the gaps are
+# constant to four digits: say constant), above MAX_CV every arrival is one burst
+MIN_CV, MAX_CV = 0.01, 100.0
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,10 @@ def parse_arrival(text: str) -> Arrival:
         cv = float(value)
     except ValueError:
         cv = float("nan")
-    if not (np.isfinite(cv) and 0.0 < cv <= 100.0):
+    if not (np.isfinite(cv) and MIN_CV <= cv <= MAX_CV):
         raise ValueRangeError(
-            "arrival", f"gamma's coefficient of variation must be in (0, 100], got '{value}'"
+            "arrival",
+            f"gamma's coefficient of variation must be in [{MIN_CV:g}, {MAX_CV:g}], got '{value}'",
         )
     return Arrival("gamma", cv)
 

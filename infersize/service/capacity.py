@@ -82,6 +82,25 @@ class Arm:
         return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
 
 
+# The ranges a capacity request's numbers must lie in: wide enough for any real fleet, narrow
+# enough that no product of two of them overflows or underflows a float (a rate of 5e-324 makes
+# every arrival time infinite; a headroom of 1e308 every replica count)
+RATE_RANGE = (1e-6, 1e6)  # requests per second, per replica or for the fleet
+FLEET_RATE_RANGE = (1e-6, 1e9)
+HEADROOM_RANGE = (1.0, 1000.0)
+MAX_CONCURRENCY = 1 << 20
+MAX_REQUESTS = 1_000_000
+MAX_TOKENS = 10_000_000  # a request's prompt or answer
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_range(name: str, value: float, bounds: tuple[float, float], what: str = "") -> None:
+    """`value` finite and within `bounds`, else one line naming the setting."""
+    low, high = bounds
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueRangeError(name, f"must be {what}in [{low:g}, {high:g}], got {value:g}")
+
+
 def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:
     if traffic.request_rate is not None and traffic.concurrency is not None:
         raise ValueRangeError(
@@ -93,26 +112,18 @@ def validate_traffic(traffic: Traffic, target_request_rate: float | None = None)
             "or {concurrency} sets the load (or {target_request_rate}, measured at each "
             "replica's share of it)",
         )
-    if traffic.request_rate is not None and not (
-        math.isfinite(traffic.request_rate) and traffic.request_rate > 0
-    ):
-        raise ValueRangeError(
-            "request_rate", f"must be a positive number, got {traffic.request_rate:g}"
-        )
-    if traffic.concurrency is not None and not 1 <= traffic.concurrency <= 1 << 20:
-        raise ValueRangeError("concurrency", f"must be in 1..{1 << 20}, got {traffic.concurrency}")
-    if not 1 <= traffic.requests <= 1_000_000:
-        raise ValueRangeError("requests", f"must be in 1..1000000, got {traffic.requests}")
+    if traffic.request_rate is not None:
+        check_range("request_rate", traffic.request_rate, RATE_RANGE, "a number of requests/s ")
+    if traffic.concurrency is not None:
+        check_range("concurrency", traffic.concurrency, (1, MAX_CONCURRENCY))
+    check_range("requests", traffic.requests, (1, MAX_REQUESTS))
+    check_range("seed", traffic.seed, SEED_RANGE)
     if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
         raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
-    if min(traffic.input_tokens) < 1:
-        raise ValueRangeError(
-            "input_tokens", f"must be at least 1, got {min(traffic.input_tokens)}"
-        )
-    if min(traffic.output_tokens) < 1:
-        raise ValueRangeError(
-            "output_tokens", f"must be at least 1, got {min(traffic.output_tokens)}"
-        )
+    for name, lengths in (("input_tokens", traffic.input_tokens),
+                          ("output_tokens", traffic.output_tokens)):  # fmt: skip
+        for value in (min(lengths), max(lengths)):
+            check_range(name, value, (1, MAX_TOKENS))
 
 
 def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
@@ -271,6 +282,20 @@ def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | No
     return max(1, math.ceil(headroom * rate / capacity_rate - 1e-12))
 
 
+def _check_vacuous(req: CapacityRequest) -> None:
+    """An SLA term no request can break (a TPOT or ITL limit where every answer is one token:
+    no request has a TPOT) would make every answer meaningless: refuse it."""
+    if req.sla is None or max(req.traffic.output_tokens) > 1:
+        return
+    for term in req.sla.terms:
+        if term.metric in ("tpot", "itl"):
+            raise ValueRangeError(
+                "sla",
+                f"term '{term}' limits the time between tokens, but every answer is one token: "
+                "no request has one (answers need at least 2 tokens, {output_tokens})",
+            )
+
+
 def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
     validate_traffic(req.traffic, req.target_request_rate)
     if req.target_request_rate is not None and req.sla is None:
@@ -283,14 +308,13 @@ def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
         raise ValueRangeError(
             "replications", f"must be in 1..{MAX_REPLICATIONS}, got {req.replications}"
         )
-    if req.headroom < 1.0 or not math.isfinite(req.headroom):
-        raise ValueRangeError("headroom", f"must be at least 1, got {req.headroom:g}")
-    if req.target_request_rate is not None and not (
-        math.isfinite(req.target_request_rate) and req.target_request_rate > 0
-    ):
-        raise ValueRangeError(
-            "target_request_rate", f"must be a positive number, got {req.target_request_rate:g}"
-        )
+    check_range("headroom", req.headroom, HEADROOM_RANGE)
+    if req.target_request_rate is not None:
+        check_range(
+            "target_request_rate", req.target_request_rate, FLEET_RATE_RANGE,
+            "a number of requests/s ",
+        )  # fmt: skip
+    _check_vacuous(req)
     prepared = prepare(req.spec, catalog)
     if prepared.deployment.support.level == "unsupported":
         raise UnservableError(

@@ -71,10 +71,13 @@ class ArmResult:
 
     @property
     def at_floor(self) -> bool:
-        """One request alone near an SLA term, or a fleet of four digits (only a floor makes
-        one)."""
-        huge = self.fleet is not None and self.fleet.gpus is not None and self.fleet.gpus >= 1000
-        return self.latency_floor is not None and (self.latency_floor.near_floor or huge)
+        """One request alone near an SLA term: capacity swings with small changes."""
+        return self.latency_floor is not None and self.latency_floor.near_floor
+
+    @property
+    def huge_fleet(self) -> bool:
+        """Four digits of GPUs: the answer says what the floor is, whether or not it binds."""
+        return self.fleet is not None and self.fleet.gpus is not None and self.fleet.gpus >= 1000
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,19 +74,25 @@ def _scheduling_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
 
 
 def _floor_notes(arms: Sequence[ArmResult], names: Sequence[str]) -> list[str]:
-    """An arm whose lone request uses FLOOR_SHARE of a term (or whose fleet runs to four
-    digits) is at its latency floor: say so, and what lifts it."""
+    """An arm whose lone request uses NEAR_FLOOR_SHARE of a term is near (or at) its latency
+    floor: say so, and what lifts it; a fleet of four digits always says where its floor is."""
     notes = []
     for name, arm in zip(names, arms, strict=False):
         floor = arm.latency_floor
-        if floor is None or not arm.at_floor:
+        if floor is None:
             continue
-        remedy = arm.floor_remedy or "no larger TP or faster GPU in the catalog clears it"
-        where = "at" if floor.at_floor else "near"
-        notes.append(
-            f"{name} is {where} its latency floor: one request alone uses {floor.share:.0%} of "
-            f"{floor.term}, so small changes move its capacity a lot; {remedy}"
-        )
+        if arm.at_floor:
+            where = "at" if floor.at_floor else "near"
+            remedy = arm.floor_remedy or "no larger TP or faster GPU in the catalog clears it"
+            notes.append(
+                f"{name} is {where} its latency floor: one request alone uses {floor.share:.0%} "
+                f"of {floor.term}, so small changes move its capacity a lot; {remedy}"
+            )
+        elif arm.huge_fleet and arm.fleet is not None:
+            notes.append(
+                f"{name} needs {arm.fleet.gpus:,} GPUs: one request alone uses {floor.share:.0%} "
+                f"of {floor.term}, far from its floor, so the load itself is what is large"
+            )
     return notes
 
 

@@ -303,7 +303,8 @@ def _arm_json(arm: ArmResult) -> dict[str, Any]:
         "sla_breaches": list(arm.sla_breaches),
         "latency_floor": None if arm.latency_floor is None else {
             "term": arm.latency_floor.term, "share": arm.latency_floor.share,
-            "at_floor": arm.at_floor, "remedy": arm.floor_remedy,
+            "near_floor": arm.latency_floor.near_floor, "at_floor": arm.latency_floor.at_floor,
+            "remedy": arm.floor_remedy,
         },
         "max_request_rate": None if arm.capacity is None else arm.capacity.max_request_rate,
         "max_request_rate_why": None if arm.capacity is None else arm.capacity.why,

@@ -25,21 +25,26 @@ from infersize.core.sla import parse_sla
 from infersize.core.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+from infersize.service.capacity import (
+    FLEET_RATE_RANGE,
+    HEADROOM_RANGE,
+    MAX_REQUESTS,
+    MAX_TOKENS,
+    SEED_RANGE,
+)
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
-MAX_TOKENS = 10_000_000
-
-
 def _positive_rates(rates: list[float] | None) -> list[float] | None:
     if rates is not None:
         if not rates:
             raise ValueError("needs at least one rate")
-        if any(not (math.isfinite(r) and r > 0) for r in rates):
-            raise ValueError("request rates must be positive numbers")
+        low, high = FLEET_RATE_RANGE
+        if any(not (math.isfinite(r) and low <= r <= high) for r in rates):
+            raise ValueError(f"request rates must be numbers in [{low:g}, {high:g}]")
     return rates
 
 
@@ -84,12 +89,12 @@ class WorkloadEntry(_Strict):
 
 
 class CapacityOptions(_Strict):
-    requests: int = Field(default=DEFAULTS.capacity_requests, ge=1, le=1_000_000)
-    seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**32 - 1)
+    requests: int = Field(default=DEFAULTS.capacity_requests, ge=1, le=MAX_REQUESTS)
+    seed: int = Field(default=DEFAULTS.seed, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     # rows per (GPU, target, workload, SLA) the simulator confirms, besides the rows near an
     # SLA edge (where speculation's saving of GPUs could flip)
     simulate_top: int = Field(default=DEFAULTS.capacity_simulate_top, ge=0, le=1000)
-    headroom: float = Field(default=DEFAULTS.headroom, ge=1.0)
+    headroom: float = Field(default=DEFAULTS.headroom, ge=HEADROOM_RANGE[0], le=HEADROOM_RANGE[1])
     # capacity searches under independent draws: the mean answers, their spread is its range
     replications: int = Field(default=DEFAULTS.capacity_replications, ge=1, le=MAX_REPLICATIONS)
 

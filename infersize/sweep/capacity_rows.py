@@ -2,14 +2,17 @@
 rate), the highest request rate per replica with and without speculation, the K that serves it,
 and the replicas, GPUs and dollars each way.
 
-Screen, then simulate: the mean-field model (core/meanfield.py) rates every row; per (GPU,
-target, workload, SLA) the simulator then answers again for the `simulate_top` rows of most
-requests/s per GPU with plain decoding and as many with speculation, and for every row near an
-SLA edge (where an error of EDGE in the ratio of the arms' mean-field capacities would flip
-whether speculation saves GPUs at a target rate). A simulated row is what
-`infersize capacity --draft-k auto` answers for the same deployment, workload and SLA (a test
-holds the two equal). Chunks hold whole (GPU, target) groups, so which rows are simulated does
-not depend on --jobs.
+Screen, then simulate: plain decoding is simulated (as `infersize capacity` answers it);
+speculation is screened by the mean-field model (core/meanfield.py), its capacity the arms'
+mean-field ratio times plain decoding's simulated one, refused where its lone request breaks the
+SLA, and checked by one simulated probe at (1 − SCREEN_ERROR) of it. Per (GPU, target, workload,
+SLA) the simulator then answers again every row the screen cannot stand for (the probe broke,
+or plain decoding serves nothing to scale), every row near an edge (where an error of EDGE in
+the arms' ratio would flip whether speculation saves GPUs at a target rate, or the stated error
+could move a count of at most FEW_REPLICAS replicas), and the `simulate_top` rows of most
+requests/s per GPU with each arm. A simulated row is what `infersize capacity --draft-k auto`
+answers for the same deployment, workload and SLA (a test holds the two equal). Chunks hold
+whole (GPU, target) groups, so which rows are simulated does not depend on --jobs.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from infersize.service.capacity_result import (
     plain_decoding,
     run_capacity,
 )
-from infersize.service.capacity_search import Capacity, alone
+from infersize.service.capacity_search import Capacity, alone, broken_terms
 from infersize.service.request import Prepared, SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
@@ -52,6 +55,14 @@ from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 # per cent high, but alike for both arms (benchmarks/meanfield_gap.py); a verdict that an error
 # of EDGE in the ratio would flip is left to the simulator
 EDGE = 0.05
+# The screened speculative capacity's stated error: every screened row is checked by one
+# simulated probe at (1 − SCREEN_ERROR) of it, and a row that fails it is simulated, so a
+# screened row's capacity is the simulator's within it (benchmarks/capacity_screen_gap.py
+# measures it on sweeps/capacity.yaml; docs/capacity.md gives the figures)
+SCREEN_ERROR = 0.10
+# below this many replicas an error of SCREEN_ERROR can move the count by one: such rows near a
+# count's edge are simulated (above it, the range columns carry the count's error)
+FEW_REPLICAS = round(1 / SCREEN_ERROR)
 Latency = tuple[float, float, float, float]  # p50 and p99 TTFT, p50 and p99 TPOT, in ms
 Interval = tuple[float, float]
 
@@ -80,8 +91,8 @@ class Answer:
     interval: tuple[Interval | None, Interval | None]  # each arm's 95 % range (None: none)
     latency_ms: dict[float, tuple[Latency | None, Latency | None]]  # by target rate
     simulated: bool
-    # the screen cannot stand in for the simulator here: plain decoding serves nothing, so the
-    # arms' ratio scales nothing
+    # the screen cannot stand in for the simulator here: plain decoding serves nothing (the
+    # arms' ratio scales nothing), or the simulator breaks the SLA below the screened capacity
     unsure: bool = False
 
 
@@ -187,7 +198,7 @@ def screen(
                 continue
             scores[k] = _screen_rate(arm, request)
     k = max(scores, key=lambda k: (scores[k], -k)) if scores else 0
-    spec_interval = limit.interval
+    spec_interval, checked = limit.interval, True
     if k and _breaks_alone(make_arm(prepared, request.traffic, k, cache.replicas), request):
         k = 0  # as the simulator: a K whose lone request breaks the SLA serves nothing
     if k == 0 or scores[k] <= base_screened:  # speculation does not pay: K = 0
@@ -195,11 +206,16 @@ def screen(
     else:
         scale = base / base_screened if base > 0 and base_screened > 0 else 1.0
         spec = scores[k] * scale
-        spec_latency = partial(_mean_field_latency, make_arm(prepared, request.traffic, k))
-        spec_interval = _screened_interval(limit.interval, spec / base if base > 0 else 1.0)
+        spec_arm = make_arm(prepared, request.traffic, k, cache.replicas)
+        spec_latency = partial(_mean_field_latency, spec_arm)
+        spec_interval = (spec * (1.0 - SCREEN_ERROR), spec * (1.0 + SCREEN_ERROR))
+        assert request.sla is not None
+        checked = base > 0 and not broken_terms(
+            spec_arm, request.traffic, spec * (1.0 - SCREEN_ERROR), request.sla
+        )
     return Answer(
         draft_k=k, max_request_rate=(base, spec), simulated=False,
-        interval=(limit.interval, spec_interval), unsure=k > 0 and base <= 0,
+        interval=(limit.interval, spec_interval), unsure=not checked,
         latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
                          _at_rates(spec_latency, request, spec, rates)),
     )  # fmt: skip
@@ -232,14 +248,6 @@ def simulate(
         latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
                          _at_rates(spec_latency, request, spec_rate, rates)),
     )  # fmt: skip
-
-
-def _screened_interval(plain: Interval | None, ratio: float) -> Interval | None:
-    """Speculation's range as screened: plain decoding's simulated range times the mean-field
-    ratio of the arms, widened by the ratio's own error (EDGE)."""
-    if plain is None:
-        return None
-    return (plain[0] * ratio * (1.0 - EDGE), plain[1] * ratio * (1.0 + EDGE))
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
@@ -275,7 +283,8 @@ def _pair(
 def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
     """Whether the screen's verdict (does speculation save GPUs at a target rate?) could flip
     at any of the workload's target rates if the ratio of the arms' capacities were off by
-    EDGE."""
+    EDGE, or (a screened speculative arm) its stated error could move a count of at most
+    FEW_REPLICAS replicas by one."""
     base, spec = answer.max_request_rate
 
     def saving(rate: float, b: float, s: float) -> int:
@@ -285,11 +294,18 @@ def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
         return (gb > gs) - (gb < gs)
 
     bent = (spec * (1 + EDGE), spec * (1 - EDGE))
-    return any(
-        saving(rate, base, s) != saving(rate, base, spec)
-        for rate in case.workload.target_request_rates
-        for s in bent
-    )
+    rates = case.workload.target_request_rates
+    flips = any(saving(rate, base, s) != saving(rate, base, spec) for rate in rates for s in bent)
+    if flips or answer.simulated or answer.draft_k == 0:
+        return flips
+    return any(_count_edge(rate, spec, headroom) for rate in rates)
+
+
+def _count_edge(rate: float, spec: float, headroom: float) -> bool:
+    """Whether the screen's stated error could move a small replica count by one."""
+    low = replicas_for(rate, spec * (1.0 + SCREEN_ERROR), headroom)
+    high = replicas_for(rate, spec * (1.0 - SCREEN_ERROR), headroom)
+    return low is not None and low <= FEW_REPLICAS and low != high
 
 
 def gpus_needed(

@@ -1,0 +1,55 @@
+"""The capacity sweep's screen stands in for the simulator only where it may: a seeded sample of
+the rows sweeps/capacity.yaml leaves screened, each answered again by the simulator, agrees on
+whether the row can be served and on its GPUs within the screen's stated error."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from infersize.catalog.store import load_catalog
+from infersize.service.capacity import UnservableError, prepare_capacity, replicas_for
+from infersize.sweep.capacity_rows import (
+    SCREEN_ERROR,
+    RowCache,
+    capacity_request,
+    iter_cases,
+    near_edge,
+    screen,
+    simulate,
+)
+from infersize.sweep.config import load_sweep
+from infersize.sweep.plan import build_plan
+
+SWEEP = Path(__file__).resolve().parent.parent / "sweeps" / "capacity.yaml"
+
+
+def test_screened_rows_agree_with_the_simulator_within_the_stated_error():
+    plan = build_plan(*load_sweep(SWEEP))
+    assert plan.capacity is not None
+    catalog = load_catalog()
+    cases = list(iter_cases(plan.settings, plan.capacity, plan.scenarios))
+    cache, checked = RowCache(), 0
+    for case in random.Random(11).sample(cases, len(cases)):
+        request = capacity_request(case, plan.scoring, max(plan.ks), plan.capacity)
+        rates = case.workload.target_request_rates
+        try:
+            screened = screen(prepare_capacity(request, catalog), request, rates, cache)
+        except UnservableError:
+            continue
+        if screened.unsure or near_edge(screened, case, plan.capacity.headroom):
+            continue  # the sweep hands these to the simulator
+        truth = simulate(request, catalog, rates, cache).max_request_rate[1]
+        guess = screened.max_request_rate[1]
+        assert (truth > 0) == (guess > 0), case
+        for rate in rates:
+            fewest = replicas_for(rate, guess * (1 + SCREEN_ERROR), plan.capacity.headroom)
+            most = replicas_for(rate, guess * (1 - SCREEN_ERROR), plan.capacity.headroom)
+            real = replicas_for(rate, truth, plan.capacity.headroom)
+            assert real is None or fewest is None or most is None or fewest <= real <= most, (
+                case, rate, guess, truth
+            )
+        checked += 1
+        if checked == 8:
+            break
+    assert checked == 8
