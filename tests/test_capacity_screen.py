@@ -47,7 +47,10 @@ def test_screened_rows_agree_with_the_simulator_within_the_stated_error():
             most = replicas_for(rate, guess * (1 - SCREEN_ERROR), plan.capacity.headroom)
             real = replicas_for(rate, truth, plan.capacity.headroom)
             assert real is None or fewest is None or most is None or fewest <= real <= most, (
-                case, rate, guess, truth
+                case,
+                rate,
+                guess,
+                truth,
             )
         checked += 1
         if checked == 8:

@@ -192,8 +192,9 @@ def test_method_without_draft_picks_the_published_head_and_says_which(runner):
         (["--target", "llama-3.1-8b"], "error: missing option '--draft' (a draft model, a head, "
          "or none; or give --method)\n"),
         (["--target", "llama-3.1-8b", "--draft", "ngram"], "error: n-gram acceptance depends on "
-         "how much the output repeats the prompt: give --acceptance-rate (or --acceptance-rates) "
-         "for llama-3.1-8b with ngram\n"),
+         "how much the output repeats the prompt: give --workload-kind (published for chat, "
+         "code-editing, math, mixed, summarization) or --acceptance-rate for llama-3.1-8b with "
+         "ngram\n"),
         (["--target", "llama-3.1-8b", "--method", "lookahead"], "error: unknown method "
          "'lookahead'"),
         (["--target", "vicuna-7b-v1.3", "--method", "medusa", "--acceptance-rate", "0.7",

@@ -1,6 +1,6 @@
 """Logs as users save them (UTF-8 with a byte-order mark, UTF-16 from Windows PowerShell's
-`>`), a draft at least as big as its target, and the n-gram acceptance of sweeps/methods.yaml
-against the vLLM log it cites."""
+`>`), a draft at least as big as its target, and the n-gram acceptance of the shipped sweeps, taken
+from their traffic's kind."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from infersize.cli import app
-from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.files import decode_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,17 +70,25 @@ def test_a_draft_at_least_as_big_as_its_target_is_warned_about(runner):
     assert "warning:" not in smaller.output
 
 
-def test_methods_sweep_ngram_range_holds_its_cited_log(runner):
-    """sweeps/methods.yaml's n-gram α (low, expected, high) is the cited vLLM log's: each
-    interval's i.i.d. α (mean acceptance length 2.16 and 2.46 at K=3) bounds it, and what
-    `alpha --from-vllm-log` gives for the whole log is the expected one."""
-    sweep = yaml.safe_load((ROOT / "sweeps" / "methods.yaml").read_text())
-    ranges = {tuple(p["acceptance_rates"]) for p in sweep["pairs"] if p["draft"] == "ngram"}
-    assert len(ranges) == 1
-    low, expected, high = ranges.pop()
-    intervals = [float(alpha_for_expected_tokens(e, 3)) for e in (2.16, 2.46)]
-    assert low == pytest.approx(min(intervals), abs=5e-4)
-    assert high == pytest.approx(max(intervals), abs=5e-4)
-    measured = runner.invoke(app, ["alpha", "--from-vllm-log", str(NGRAM_LOG), "--json"])
-    assert json.loads(measured.stdout)["acceptance_rate"] == pytest.approx(expected, abs=5e-4)
-    assert low <= expected <= high
+def test_the_shipped_sweeps_take_ngram_acceptance_from_their_traffic():
+    """sweeps/methods.yaml and sweeps/capacity.yaml declare chat traffic: their n-gram pairs
+    take the catalog's n-gram figures measured on chat (lowest, mean, highest), and the
+    capacity sweep's RAG workload those measured on summarization."""
+    from infersize.catalog.store import load_catalog
+    from infersize.sweep.config import load_sweep
+    from infersize.sweep.plan import build_plan
+
+    rows = load_catalog().published_acceptance
+
+    def scenarios(kind: str) -> tuple[float, ...]:
+        alphas = [r.alpha for r in rows if r.method == "ngram" and r.workload_kind == kind]
+        return (min(alphas), round(sum(alphas) / len(alphas), 4), max(alphas))
+
+    for name in ("methods", "capacity"):
+        plan = build_plan(*load_sweep(ROOT / "sweeps" / f"{name}.yaml"))
+        ngram = [s for s in plan.settings if s.method == "ngram"]
+        assert ngram and all(s.alphas == scenarios("chat") for s in ngram)
+    assert all(
+        s.alpha_on("summarization", i) == scenarios("summarization")[i]
+        for s in ngram for i in range(3)
+    )  # fmt: skip

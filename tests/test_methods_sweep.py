@@ -59,7 +59,8 @@ def test_ngram_needs_the_users_acceptance(tmp_path):
         plan_of(tmp_path, BASE + "methods: [ngram]\n")
     assert str(error.value).endswith(
         "(llama-3.1-8b, ngram): n-gram acceptance depends on how much the output repeats the "
-        "prompt: give workload_kind (published for chat, code-editing, math, summarization) or "
+        "prompt: give workload_kind (published for chat, code-editing, math, mixed, summarization) "
+        "or "
         "acceptance_rate for llama-3.1-8b with ngram; in a sweep, give the pair its "
         "acceptance_rates under pairs, or acceptance_rates for every pair"
     )

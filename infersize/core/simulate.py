@@ -276,18 +276,22 @@ class _Simulation:
             kv_draft += sequence_kv_bytes(draft, float(b))
         seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
         self._advance(1, seconds, 0.0)
-        give_up = self.give_up
+        self._computed(chunks)
+        return True
+
+    def _computed(self, chunks: list[tuple[int, int]]) -> None:
+        """The step's chunks are in the KV cache: a prompt done gives its first token."""
+        computed, prompt, give_up = self.computed, self.prompt, self.give_up
         for i, take in chunks:
             computed[i] += take
             if computed[i] >= prompt[i]:
-                prefilling.remove(i)
+                self.prefilling.remove(i)
                 if self.first_token[i] != self.first_token[i]:  # NaN: its first token now
                     self.first_token[i] = self.t
                     if give_up is not None:
                         self.broken[0] += self.t - self.arrival[i] > give_up.ttft_s
                         self._check_give_up()
                 self._start_decoding(i)
-        return True
 
     def _advance(self, steps: int, first: float, slope: float) -> None:
         """Move `steps` steps of `first` seconds, each `slope` longer than the one before;

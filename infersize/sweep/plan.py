@@ -19,7 +19,7 @@ from infersize import __version__
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.catalog.yamlfile import YamlDocument
-from infersize.core.deployment import TP_SIZES
+from infersize.core.deployment import TP_SIZES, tensor_parallel_sizes
 from infersize.core.engines import EngineSettings, get_engine
 from infersize.core.evaluate import MAX_K
 from infersize.core.methods import method_of
@@ -185,6 +185,14 @@ def _sizes(entry: GpuEntry) -> list[int]:
     return list(TP_SIZES) if entry.tp == "auto" else entry.tp
 
 
+def _tps(gpu: GpuEntry, target: Model, skipped: dict[str, int]) -> list[int]:
+    """The GPU's TP sizes that divide the target's attention heads (the rest counted)."""
+    sizes = _sizes(gpu)
+    tps = tensor_parallel_sizes(target.num_attention_heads, tuple(sizes))
+    count_skipped(skipped, "tp sizes that do not divide the attention heads", len(sizes) - len(tps))
+    return tps
+
+
 def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
     ks = int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
     if ks[-1] > MAX_K:
@@ -215,11 +223,7 @@ def _settings(
     settings = set()
     for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
         device = catalog.gpu(gpu.name)
-        heads = model_of(catalog, pair.target).num_attention_heads
-        tps = [tp for tp in _sizes(gpu) if heads % tp == 0]
-        count_skipped(
-            skipped, "tp sizes that do not divide the attention heads", len(_sizes(gpu)) - len(tps)
-        )
+        tps = _tps(gpu, model_of(catalog, pair.target), skipped)
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
         target_limit = model_of(catalog, pair.target).max_position_embeddings
