@@ -1,6 +1,7 @@
-"""How long `infersize capacity` takes: one call with an SLA and a target rate (2,000 simulated
-requests in each arm), end to end as a user runs it, pinned to one core; the same call with
---draft-k auto; and one simulation of 2,000 requests (events per second of the event loop).
+"""How long `infersize capacity` takes: the README's call (an SLA and a target rate, 2,000
+simulated requests per run, five replications, --draft-k auto), end to end as a user runs it,
+pinned to one core; the same call at K 2; the same with --tp auto; and one simulation of 2,000
+requests (events per second of the event loop).
 
 Usage: python benchmarks/capacity_bench.py [--repeat 5] [--json FILE]
 Every figure is the median of the repeats; the machine's load is printed beside them.
@@ -25,6 +26,7 @@ EXAMPLE = [
     "--output-tokens", "256", "--request-rate", "2", "--sla", "ttft:p99<=2000ms;tpot:p99<=50ms",
     "--target-request-rate", "20", "--requests", "2000", "--json",
 ]  # fmt: skip
+TP_AUTO = [*EXAMPLE[: EXAMPLE.index("--tp")], "--tp", "auto", *EXAMPLE[EXAMPLE.index("--tp") + 2 :]]
 
 
 def one_core() -> list[str]:
@@ -51,7 +53,7 @@ def simulation_rate() -> tuple[float, int]:
     from infersize.service.capacity import (
         CapacityRequest,
         Traffic,
-        _load,
+        load,
         make_arm,
         prepare_capacity,
     )
@@ -67,9 +69,9 @@ def simulation_rate() -> tuple[float, int]:
         traffic=traffic,
     )
     arm = make_arm(prepare_capacity(request, load_catalog()), traffic, 2)
-    load = _load(arm, traffic, None, None)
+    requests = load(arm, traffic)
     start = time.perf_counter()
-    run = simulate(arm.replica, load)
+    run = simulate(arm.replica, requests)
     return time.perf_counter() - start, int(run.itl_steps.size)
 
 
@@ -79,12 +81,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
     load_before = os.getloadavg()[0]
-    fixed, auto, sims = [], [], []
+    fixed, auto, tp_auto, sims = [], [], [], []
     answer: dict[str, object] = {}
     for _ in range(options.repeat):
-        seconds, answer = timed_cli([*EXAMPLE, "--draft-k", "2"])
-        fixed.append(seconds)
-        auto.append(timed_cli([*EXAMPLE, "--draft-k", "auto"])[0])
+        seconds, answer = timed_cli([*EXAMPLE, "--draft-k", "auto"])
+        auto.append(seconds)
+        fixed.append(timed_cli([*EXAMPLE, "--draft-k", "2"])[0])
+        tp_auto.append(timed_cli([*TP_AUTO, "--draft-k", "auto"])[0])
         sims.append(simulation_rate())
     figures = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
@@ -92,17 +95,21 @@ def main() -> None:
         "load_after": round(os.getloadavg()[0], 2),
         "capacity_call_s": round(statistics.median(fixed), 3),
         "capacity_call_auto_k_s": round(statistics.median(auto), 3),
+        "capacity_call_tp_auto_s": round(statistics.median(tp_auto), 3),
         "simulation_s": round(statistics.median(s for s, _ in sims), 4),
         "simulation_runs_of_steps": sims[0][1],
         "gpus": answer.get("gpus"),
+        "gpus_interval": answer.get("gpus_interval"),
         "max_request_rate": answer.get("max_request_rate"),
     }
     print("| what | median |")
     print("| --- | --- |")
     print(
-        f"| `infersize capacity` (README example, K 2), one core | {figures['capacity_call_s']} s |"
+        f"| `infersize capacity` (README example: --draft-k auto, 5 replications), one core | "
+        f"{figures['capacity_call_auto_k_s']} s |"
     )
-    print(f"| the same with `--draft-k auto` | {figures['capacity_call_auto_k_s']} s |")
+    print(f"| the same at K 2 | {figures['capacity_call_s']} s |")
+    print(f"| the same with `--tp auto` | {figures['capacity_call_tp_auto_s']} s |")
     print(
         f"| one simulation of 2,000 requests ({figures['simulation_runs_of_steps']:,} runs of "
         f"steps) | {figures['simulation_s']} s |"

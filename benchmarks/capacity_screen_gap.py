@@ -86,7 +86,7 @@ def table(sweep: Path) -> str:
     start = time.perf_counter()
     lines = [
         "| SLA | cases | screened capacity: median abs. error | 90th percentile | largest "
-        "where kept | same servable | GPUs within ±10 % | kept screened |",
+        f"where kept | same servable | GPUs within ±{SCREEN_ERROR:.0%} | kept screened |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for sla, rows in sorted(gaps(sweep).items()):

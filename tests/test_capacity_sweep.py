@@ -303,7 +303,8 @@ BAD_ENTRIES = [
     ),
     (
         ("target_request_rates: [5, 40]", "target_request_rates: [0]"),
-        "line 22: key 'target_request_rates': Value error, request rates must be positive numbers",
+        "line 22: key 'target_request_rates': Value error, request rates must be numbers in "
+        "[1e-06, 1e+09]",
     ),
     (
         ("slas:", "slax:"),

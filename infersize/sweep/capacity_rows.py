@@ -5,7 +5,7 @@ and the replicas, GPUs and dollars each way.
 Screen, then simulate: plain decoding is simulated (as `infersize capacity` answers it);
 speculation is screened by the mean-field model (core/meanfield.py), its capacity the arms'
 mean-field ratio times plain decoding's simulated one, refused where its lone request breaks the
-SLA, and checked by one simulated probe at (1 − SCREEN_ERROR) of it. Per (GPU, target, workload,
+SLA, and checked by one simulated probe at (1 − PROBE_MARGIN) of it. Per (GPU, target, workload,
 SLA) the simulator then answers again every row the screen cannot stand for (the probe broke,
 or plain decoding serves nothing to scale), every row near an edge (where an error of EDGE in
 the arms' ratio would flip whether speculation saves GPUs at a target rate, or the stated error
@@ -55,11 +55,13 @@ from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 # per cent high, but alike for both arms (benchmarks/meanfield_gap.py); a verdict that an error
 # of EDGE in the ratio would flip is left to the simulator
 EDGE = 0.05
-# The screened speculative capacity's stated error: every screened row is checked by one
-# simulated probe at (1 − SCREEN_ERROR) of it, and a row that fails it is simulated, so a
-# screened row's capacity is the simulator's within it (benchmarks/capacity_screen_gap.py
+# Every screened speculative capacity is checked by one simulated probe at (1 − PROBE_MARGIN)
+# of it (the first replication's draws), and a row that fails it is simulated. The stated error
+# of a screened row adds the replications' own spread to the probe's margin: the simulator's
+# answer (their mean) lies within SCREEN_ERROR of it (benchmarks/capacity_screen_gap.py
 # measures it on sweeps/capacity.yaml; docs/capacity.md gives the figures)
-SCREEN_ERROR = 0.10
+PROBE_MARGIN = 0.10
+SCREEN_ERROR = 0.15
 # below this many replicas an error of SCREEN_ERROR can move the count by one: such rows near a
 # count's edge are simulated (above it, the range columns carry the count's error)
 FEW_REPLICAS = round(1 / SCREEN_ERROR)
@@ -211,7 +213,7 @@ def screen(
         spec_interval = (spec * (1.0 - SCREEN_ERROR), spec * (1.0 + SCREEN_ERROR))
         assert request.sla is not None
         checked = base > 0 and not broken_terms(
-            spec_arm, request.traffic, spec * (1.0 - SCREEN_ERROR), request.sla
+            spec_arm, request.traffic, spec * (1.0 - PROBE_MARGIN), request.sla
         )
     return Answer(
         draft_k=k, max_request_rate=(base, spec), simulated=False,
