@@ -65,15 +65,18 @@ def _load_rate(req: CapacityRequest, fleet_: Fleet | None) -> float | None:
     return req.target_request_rate / fleet_.replicas
 
 
-def _measure(arm: Arm, req: CapacityRequest, fleet_: Fleet | None) -> tuple[ServingMetrics, str]:
+def _measure(
+    arm: Arm, req: CapacityRequest, fleet_: Fleet | None
+) -> tuple[ServingMetrics, str, float | None]:
+    """The arm's metrics at the load, what the load was, and its open-loop rate."""
     traffic = req.traffic
     rate = _load_rate(req, fleet_)
     if rate is not None:
         share = "" if traffic.request_rate is not None else ", its share of the target rate"
-        return serve(arm, traffic, rate), f"{rate_text(rate)} requests/s{share}"
+        return serve(arm, traffic, rate), f"{rate_text(rate)} requests/s{share}", rate
     if traffic.concurrency is not None:
-        return serve(arm, traffic), f"{traffic.concurrency} concurrent clients"
-    return alone(arm, traffic), "one request at a time (no rate meets the SLA)"
+        return serve(arm, traffic), f"{traffic.concurrency} concurrent clients", None
+    return alone(arm, traffic), "one request at a time (no rate meets the SLA)", None
 
 
 def _arm_result(
@@ -88,9 +91,8 @@ def _arm_result(
     fleet_ = None
     if capacity is not None and req.target_request_rate is not None:
         fleet_ = fleet(req.target_request_rate, capacity, req.headroom, tp, _price(prepared))
-    measured, load = _measure(arm, req, fleet_)
+    measured, load, rate = _measure(arm, req, fleet_)
     broken = list(sla_breaches(measured, sla)) if sla else []
-    rate = _load_rate(req, fleet_) if "alone" not in load else None
     if capacity is not None and rate is not None and rate > capacity.max_request_rate > 0:
         broken.append(
             f"above this replica's capacity ({rate_text(capacity.max_request_rate)} requests/s)"
