@@ -185,7 +185,7 @@ def test_tensor_parallel_reports_per_gpu(runner):
     [
         (
             ["--target", "qwen9-999b"],
-            "error: unknown model 'qwen9-999b': did you mean 'qwen3-8b', 'qwen3-4b', 'qwen3-32b'?",
+            "error: unknown model 'qwen9-999b': did you mean 'qwen3.5-9b', 'qwen3-8b', 'qwen3-4b'?",
         ),
         (["--gpu", "a10o"], "error: unknown gpu 'a10o': did you mean 'a10', 'a10g', 'a100'?"),
         (["--acceptance-rate", "1.5"], "error: --acceptance-rate must be in [0, 1], got 1.5"),

@@ -184,8 +184,10 @@ def test_method_without_draft_picks_the_published_head_and_says_which(runner):
     [
         (["--target", "llama-3.1-8b", "--method", "mtp"], "error: no published mtp drafter for "
          "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-r1, deepseek-v3, "
-         "deepseek-v3.1, deepseek-v3.2, glm-4.5, glm-4.5-air, glm-4.6, qwen3-next-80b-a3b; give "
-         "--draft (a catalog id, a folder or hf:ID)\n"),
+         "deepseek-v3.1, deepseek-v3.2, glm-4.5, glm-4.5-air, glm-4.6, glm-4.7, glm-5, "
+         "qwen3-next-80b-a3b, qwen3.5-0.8b, qwen3.5-122b-a10b, qwen3.5-27b, qwen3.5-35b-a3b, "
+         "qwen3.5-397b-a17b, qwen3.5-4b, qwen3.5-9b; give --draft (a catalog id, a folder or "
+         "hf:ID)\n"),
         (["--target", "llama-3.1-8b", "--method", "eagle3", "--draft", "llama-3.2-1b"],
          "error: llama-3.2-1b is a draft drafter, not eagle3: drop --method or give a matching "
          "--draft\n"),

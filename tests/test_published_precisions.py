@@ -24,6 +24,32 @@ DEEPSEEK_FP8 = {
 # V3.1 and V3.2 add the scales' own format (UE8M0), https://huggingface.co/deepseek-ai/
 # DeepSeek-V3.1/blob/main/config.json and .../DeepSeek-V3.2/blob/main/config.json
 DEEPSEEK_FP8_UE8M0 = {**DEEPSEEK_FP8, "scale_fmt": "ue8m0"}
+# MiniMax-M2's and M2.5's FP8 release: the quantization_config of
+# https://huggingface.co/MiniMaxAI/MiniMax-M2/blob/main/config.json as public copies print it
+MINIMAX_FP8 = {
+    "activation_scheme": "dynamic",
+    "fmt": "float8_e4m3fn",
+    "quant_method": "fp8",
+    "weight_block_size": [128, 128],
+    "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"],
+}
+# Moonshot's INT4 release of Kimi-K2-Thinking and Kimi-K2.5 (text_config): compressed-tensors,
+# 4-bit symmetric groups of 32 on the routed experts, as ai-dynamo/aiconfigurator@202f06a3:
+# src/aiconfigurator/model_configs/nvidia--Kimi-K2.5-NVFP4_config.json copies it
+KIMI_INT4 = {
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {"group_size": 32, "num_bits": 4, "strategy": "group",
+                        "symmetric": True, "type": "int", "dynamic": False},
+        }
+    },
+    "format": "pack-quantized",
+    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+               "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"],
+    "quant_method": "compressed-tensors",
+    "quantization_status": "compressed",
+}  # fmt: skip
 DATA = Path(__file__).parent / "data" / "configs"
 
 
@@ -43,6 +69,10 @@ PUBLISHED = {
     "kimi-k2": _verbatim("kimi-k2-instruct.json"),  # verbatim config.json copies
     "gpt-oss-20b": _verbatim("gpt-oss-20b.json"),
     "gpt-oss-120b": _verbatim("gpt-oss-120b.json"),
+    "minimax-m2": MINIMAX_FP8,
+    "minimax-m2.5": MINIMAX_FP8,
+    "kimi-k2-thinking": KIMI_INT4,
+    "kimi-k2.5": KIMI_INT4,
 }
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -286,9 +286,9 @@ class Model(Record):
 ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
 
 
-Architecture = Literal[
-    "volta", "turing", "ampere", "ada", "hopper", "blackwell", "blackwell-ws", "cdna2", "cdna3"
-]
+CudaArch = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "blackwell-ws"]
+RocmArch = Literal["cdna2", "cdna3", "cdna4"]
+Architecture = Literal[CudaArch, RocmArch]  # one flat Literal: typing merges nested ones
 SupportLevel = Literal["native", "weight-only", "unsupported"]
 
 
