@@ -10,11 +10,14 @@ The choice, batch by batch, then over ranges:
              the batch weighted alike (weight ln((b + 1) / b)): what one K for the whole range
              gives, the schedule's yardstick
   acceptable a K within `margin` of the best K's speedup at that batch and at least as fast as
-             the static K there (so no batch loses to the static choice)
+             the static K there (so no batch loses to the static choice); a K above 0 only
+             where it does not slow decoding (so K = 0 is written out where drafts stop paying)
   per batch  the smallest acceptable K (the smaller K wastes less when α falls short)
   ranges     runs of equal K; a range whose neighbour's K is acceptable at each of its batches
-             takes that K (the narrowest range first, on the log batch axis), until none can:
-             the table does not switch at a threshold where switching gains less than the margin
+             takes that K (the smaller K first, then the narrowest range on the log batch
+             axis), until none can: the table does not switch at a threshold where switching
+             gains less than the margin
+  TensorRT-LLM no later range above the first range's K (highest_first)
 """
 
 from __future__ import annotations
@@ -57,10 +60,12 @@ def static_k(speedup: FloatArray, weights: FloatArray) -> int:
 
 
 def acceptable(speedup: FloatArray, static: int, margin: float = MARGIN) -> BoolArray:
-    """Where a K may run: within `margin` of the best K's speedup at that batch, and at least
-    as fast as the static K there."""
+    """Where a K may run: within `margin` of the best K's speedup at that batch, at least as
+    fast as the static K there, and, for K above 0, no slower than plain decoding (where every
+    draft slows decoding, K = 0 runs, whatever the margin)."""
     floor = np.maximum(np.max(speedup, axis=1) / (1.0 + margin), speedup[:, static])
-    return np.asarray(speedup >= floor[:, None], dtype=np.bool_)
+    pays = (speedup >= 1.0) | (np.arange(speedup.shape[1]) == 0)
+    return np.asarray((speedup >= floor[:, None]) & pays, dtype=np.bool_)
 
 
 def ranges_of(ks: IntArray) -> list[Range]:
@@ -73,7 +78,7 @@ def ranges_of(ks: IntArray) -> list[Range]:
 
 def merged(ranges: list[Range], ok: BoolArray, batches: FloatArray) -> list[Range]:
     """Each range that its neighbour's K serves (acceptable at every one of its batches) takes
-    that K, the narrowest range on the log batch axis first (then the smaller K), until no
+    that K, the smaller K first (then the narrowest range on the log batch axis), until no
     range can: fewer switches, none of them worth less than the margin."""
     ranges = list(ranges)
     while True:
@@ -82,10 +87,10 @@ def merged(ranges: list[Range], ok: BoolArray, batches: FloatArray) -> list[Rang
             for j in (i - 1, i + 1):
                 if 0 <= j < len(ranges) and ok[r.start : r.stop, ranges[j].k].all():
                     width = np.log(batches[r.stop - 1] + 1.0) - np.log(batches[r.start])
-                    moves.append((float(width), ranges[j].k, i))
+                    moves.append((ranges[j].k, float(width), i))
         if not moves:
             return ranges
-        _, k, i = min(moves)
+        k, _, i = min(moves)
         ranges[i] = Range(ranges[i].start, ranges[i].stop, k)
         ranges = _joined(ranges)
 

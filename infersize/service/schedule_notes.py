@@ -13,7 +13,7 @@ from infersize.core.arrays import FloatArray, floats
 from infersize.core.confidence import low_confidence_reason, moe_decode_unvalidated
 from infersize.core.evaluate import Evaluation
 from infersize.core.latency import experts_read
-from infersize.core.schedule import MARGIN, Range
+from infersize.core.schedule import MARGIN, Range, ranges_of
 from infersize.service.request import Prepared
 from infersize.service.schedule_engines import (
     RUNNING_SETTING,
@@ -191,11 +191,12 @@ def _vllm_decision(choice: Choice, gain: FloatArray, switch: str, scheduled: boo
             f"{row + 1:,}, where a schedule costs {cost[row]:.1%}), never by what it costs: not "
             f"worth emitting, config runs K={choice.static} at every batch"
         )
-    pays = np.flatnonzero(gain > cost) + 1
+    runs = [r for r in ranges_of(np.asarray(gain > cost, dtype=np.int64)) if r.k]
+    where = ", ".join(f"{r.start + 1:,}-{r.stop:,}" for r in runs)
     return (
-        f"{measured}; {switch}={choice.static} by more than that at batches {pays[0]:,}-"
-        f"{pays[-1]:,} (up to {gain.max():.1%}), and costs it where it gains less: it pays "
-        "where your traffic runs at those batches"
+        f"{measured}; {switch}={choice.static} by more than that at batches {where} (up to "
+        f"{gain.max():.1%}), and costs it where it gains less: it pays where your traffic runs "
+        "at those batches"
     )
 
 
