@@ -17,7 +17,6 @@ ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 def render_schedule(console: Console, r: ScheduleResult) -> None:
     console.print(Text(f"Draft length per batch size: {r.deployment}"), soft_wrap=True)
     if r.buckets and r.curve is not None:
-        console.print()
         priced = int(r.curve.batches[-1])
         static = r.buckets[0].static_best_k
         table = Table(box=box.SIMPLE_HEAD)
