@@ -1,7 +1,7 @@
-"""The README's `spec`, `alpha`, `capacity` and `schedule` transcripts are what those commands print today:
-each `$ infersize ...` line followed by its output is run, and every line shown (lines of `...`
-stand for lines left out) must come out, in order. A transcript that drifts from the code fails
-here, so the README cannot show numbers the tool no longer gives."""
+"""The README's `spec`, `alpha`, `capacity` and `schedule` transcripts are what those commands
+print today: each `$ infersize ...` line followed by its output is run, and every line shown
+(lines of `...` stand for lines left out) must come out, in order. A transcript that drifts
+from the code fails here, so the README cannot show numbers the tool no longer gives."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from infersize.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-RUN_HERE = ("spec", "alpha", "capacity", "schedule")  # commands that need no folder a run made first
+RUN_HERE = (
+    "spec",
+    "alpha",
+    "capacity",
+    "schedule",
+)  # commands that need no folder a run made first
 
 
 def _transcripts(text: str) -> list[tuple[str, list[str]]]:

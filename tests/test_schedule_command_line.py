@@ -156,3 +156,25 @@ def test_schedule_start_up_imports_no_heavy_modules():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False, env=os.environ.copy())  # fmt: skip
     assert "HEAVY []" in done.stderr, done.stderr
+
+
+def test_a_deployment_that_does_not_fit_is_an_answer_with_nothing_to_write(runner, tmp_path):
+    """Llama-3.1-70B in bf16 holds 131 GiB of weights: not on one 80 GB H100, at any batch."""
+    args = ["schedule", "--target", "llama-3.1-70b", "--draft", "llama-3.2-1b", "--gpu", "h100"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["buckets"], data["config"]) == ([], None)
+    assert data["notes"][-1] == (
+        "batch 1 does not fit in memory at context 4,096 at any K: nothing to schedule"
+    )
+    out = tmp_path / "spec.json"
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {out}: nothing written, nothing fits to schedule\n"
+    assert not out.exists()
+
+
+def test_max_k_names_no_flag_the_command_lacks(runner):
+    result = runner.invoke(app, [*EIGHT_B, "--max-k", "0"])
+    assert (result.exit_code, result.stderr) == (2, "error: --max-k must be at least 1, got 0\n")

@@ -127,7 +127,6 @@ def _write(result: Any, out: Path) -> None:
     from infersize.show.engine_config import save_config
 
     if result.config is None:
-        raise InfersizeError(
-            f"{out}: nothing written, no K pays at any batch (serve without speculation)"
-        )
+        why = "no K pays at any batch" if result.buckets else "nothing fits to schedule"
+        raise InfersizeError(f"{out}: nothing written, {why}")
     save_config(result.engine, result.config, out)

@@ -155,6 +155,8 @@ def _buckets(ev: Evaluation, ranges: list[Range], static: int, most: int) -> tup
 
 def run_schedule(req: ScheduleRequest, catalog: Catalog) -> ScheduleResult:
     family = schedule_family(get_engine(req.spec.engine.engine))
+    if req.spec.max_k < 1:
+        raise ValueRangeError("max_k", f"must be at least 1, got {req.spec.max_k}")
     prepared = prepare(req.spec, catalog)
     dep = prepared.deployment
     if dep.draft is None:

@@ -40,8 +40,10 @@ def render_schedule(console: Console, r: ScheduleResult) -> None:
         )
     console.print()
     engine = ENGINE_NAMES[r.engine]
-    if r.config is None:
-        console.print(Text(f"{engine}: no speculative configuration (serve without one)"))
+    if not r.buckets:
+        console.print(Text(f"{engine}: nothing to schedule"))
+    elif r.config is None:
+        console.print(Text(f"{engine}: no K pays, serve without a speculative configuration"))
     else:
         what = "K per batch size" if r.scheduled else "one K for every batch"
         console.print(Text(f"{engine}, {what}: {HOW[r.engine]}"), soft_wrap=True)
