@@ -116,7 +116,7 @@ def trtllm_draft_len(config: dict, batch: int) -> int:
 def test_the_validators_refuse_what_the_engines_refuse():
     table = [[1, 8, 4], [9, 32, 2], [33, 64, 0]]
     good = {"num_speculative_tokens": 4, "num_speculative_tokens_per_batch_size": table}
-    # the example of the research notes on vLLM's source: 1-8 at 4, 9-32 at 2, then off
+    # by the rules above: 1-8 run K = 4, 9-32 K = 2, 33-64 none
     assert vllm_dense_schedule(good, 64)[1:] == [4] * 8 + [2] * 24 + [0] * 32
     gap = {
         "num_speculative_tokens": 4,
