@@ -21,6 +21,14 @@ CAPACITY_EXAMPLE = [
 ]  # fmt: skip
 
 
+# the README's worked example of `infersize schedule`
+SCHEDULE_EXAMPLE = [
+    "schedule", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b",
+    "--gpu", "h100", "--tp", "2", "--engine", "trtllm", "--input-tokens", "768",
+    "--output-tokens", "512",
+]  # fmt: skip
+
+
 # the README's fleet figure: sweeps/capacity.yaml's chat workload at its interactive SLA
 CAPACITY_SWEEP = ROOT / "sweeps" / "capacity.yaml"
 FLEET_CAPACITY = ["--sla", "interactive", "--workload", "chat", "--max-rate", "120"]
@@ -100,6 +108,10 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
     yield (
         "capacity_70b_h100.png",
         [*CAPACITY_EXAMPLE, "--plot", str(out_dir / "capacity_70b_h100.png")],
+    )
+    yield (
+        "schedule_70b_h100.png",
+        [*SCHEDULE_EXAMPLE, "--plot", str(out_dir / "schedule_70b_h100.png")],
     )
     yield "fleet_capacity.png", [
         "plot", "capacity", str(sweep_out.parent / "capacity"), *FLEET_CAPACITY,

@@ -18,6 +18,7 @@ class Defaults:
     tp: int = 1
     engine: str = "plain"
     capacity_engine: str = "vllm"  # capacity serves a scheduler: an engine's, not a sum of parts
+    schedule_engine: str = "vllm"  # whose per-batch-size draft length `schedule` writes
     # whose batch defaults size vLLM's profiling pass: `vllm serve` (serve) or LLM(...) (offline)
     vllm_entrypoint: str = "serve"
     # prices verification at the batch asked; `spec` switches to leviathan when γ is given

@@ -14,7 +14,7 @@ from infersize.cli import app
 COMMANDS = [["spec"], ["sweep", "validate"], ["sweep", "run"], ["best"], ["models", "list"],
             ["models", "show"], ["gpus", "list"], ["gpus", "show"], ["alpha"], ["bench"],
             ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["plot", "methods"],
-            ["plot", "capacity"], ["report"], ["capacity"]]  # fmt: skip
+            ["plot", "capacity"], ["report"], ["capacity"], ["schedule"]]  # fmt: skip
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 

@@ -1,7 +1,7 @@
-"""The README's `spec`, `alpha` and `capacity` transcripts are what those commands print today:
-each `$ infersize ...` line followed by its output is run, and every line shown (lines of `...`
-stand for lines left out) must come out, in order. A transcript that drifts from the code fails
-here, so the README cannot show numbers the tool no longer gives."""
+"""The README's `spec`, `alpha`, `capacity` and `schedule` transcripts are what those commands
+print today: each `$ infersize ...` line followed by its output is run, and every line shown
+(lines of `...` stand for lines left out) must come out, in order. A transcript that drifts
+from the code fails here, so the README cannot show numbers the tool no longer gives."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from infersize.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-RUN_HERE = ("spec", "alpha", "capacity")  # commands that need no folder a run made first
+RUN_HERE = (
+    "spec",
+    "alpha",
+    "capacity",
+    "schedule",
+)  # commands that need no folder a run made first
 
 
 def _transcripts(text: str) -> list[tuple[str, list[str]]]:
@@ -57,6 +62,7 @@ def _in_order(shown: list[str], printed: list[str]) -> str | None:
 def test_the_readme_has_transcripts_to_check():
     commands = [command.split()[0] for command, _ in TRANSCRIPTS]
     assert commands.count("spec") >= 4 and "capacity" in commands and "alpha" in commands
+    assert commands.count("schedule") >= 2
 
 
 @pytest.mark.parametrize("command, output", TRANSCRIPTS, ids=[c for c, _ in TRANSCRIPTS])

@@ -1,7 +1,18 @@
 """The command line: parse, call the library, render, map errors to exit codes. No maths here.
 One module per command group; each registers its commands on the one Typer app."""
 
-from infersize.cli import alpha, bench, best, capacity, catalog, plot, report, spec, sweep
+from infersize.cli import (
+    alpha,
+    bench,
+    best,
+    capacity,
+    catalog,
+    plot,
+    report,
+    schedule,
+    spec,
+    sweep,
+)
 from infersize.cli.app import app
 
 __all__ = [
@@ -13,6 +24,7 @@ __all__ = [
     "catalog",
     "plot",
     "report",
+    "schedule",
     "spec",
     "sweep",
 ]

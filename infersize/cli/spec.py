@@ -71,7 +71,7 @@ def spec(
     from infersize.catalog.store import load_catalog
     from infersize.service.spec import run_spec, spec_json
 
-    request = _request(locals(), _check_flags(units, draft, method, plot))
+    request = request_of(locals(), _check_flags(units, draft, method, plot))
     catalogs = load_catalog(tuple(catalog or ()))
     result = run_spec(request, catalogs)
     if plot is not None:
@@ -92,8 +92,9 @@ def _show(result: Any, units: str) -> None:
     render_spec(console(), result, units.lower())
 
 
-def _request(options: dict[str, Any], no_draft: bool) -> SpecRequest:
-    """The request, its context from --context-length or --input-tokens/--output-tokens."""
+def request_of(options: dict[str, Any], no_draft: bool) -> SpecRequest:
+    """The request of a command that takes spec's options (spec, schedule), its context from
+    --context-length or --input-tokens/--output-tokens."""
     from infersize.service.context import decode_context
 
     lengths = (options["input_tokens"], options["output_tokens"])
@@ -107,15 +108,20 @@ def _request(options: dict[str, Any], no_draft: bool) -> SpecRequest:
     )
 
 
-def _check_flags(units: str, draft: str | None, method: str | None, plot: Path | None) -> bool:
-    """The flag combinations spec refuses; True when the target runs alone (--draft none)."""
-    if units.lower() not in ("gib", "gb"):
-        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
+def draft_is_none(draft: str | None, method: str | None) -> bool:
+    """Whether --draft none asks for the target alone; one of --draft and --method is needed."""
     if draft is None and method is None:
         raise InfersizeError(
             "missing option '--draft' (a draft model, a head, or none; or give --method)"
         )
-    no_draft = draft is not None and draft.strip().lower() == "none"
+    return draft is not None and draft.strip().lower() == "none"
+
+
+def _check_flags(units: str, draft: str | None, method: str | None, plot: Path | None) -> bool:
+    """The flag combinations spec refuses; True when the target runs alone (--draft none)."""
+    if units.lower() not in ("gib", "gb"):
+        raise InfersizeError(f"--units must be gib or gb, got '{units}'")
+    no_draft = draft_is_none(draft, method)
     if plot is not None and no_draft:
         raise InfersizeError("--plot draws speedup vs K, which needs a draft")
     return no_draft

@@ -145,15 +145,22 @@ def uniform_load(
     )
 
 
+def experts_read(experts_per_tok: ArrayLike, experts: ArrayLike, tokens: ArrayLike) -> FloatArray:
+    """The expected share of a MoE layer's E experts that `tokens` tokens, each routed to k of
+    them, read: 1 - (1 - k/E)^tokens (every one, 1, for a dense model: k = E = 1)."""
+    share = floats(experts_per_tok) / floats(experts)
+    return floats(1.0 - (1.0 - share) ** floats(tokens))
+
+
 def pass_seconds(
     cost: StepCost, engine: Engine, load: PassLoad, drafter: bool = False
 ) -> FloatArray:
     """Seconds for one forward pass of the model `cost` describes, computing `load`; a
     drafter's pass pays the engine's per-draft-forward cost in place of its step cost."""
     tokens = floats(load.tokens)
-    # MoE: expected share of a layer's experts touched by `tokens` tokens choosing k of E each
-    touched = 1.0 - (1.0 - cost.experts_per_tok / cost.experts) ** tokens
-    weight_bytes = cost.dense_bytes + cost.expert_bytes * touched
+    weight_bytes = cost.dense_bytes + cost.expert_bytes * experts_read(
+        cost.experts_per_tok, cost.experts, tokens
+    )
     flops = tokens * cost.flops_per_token + cost.attn_flops_per_token_ctx * floats(load.attended)
     kv_mbu = engine.kv_mbu or engine.mbu
     t_memory = (
