@@ -185,6 +185,12 @@ SGLANG = Engine(
     tp_overhead_gib=1.7,
     memory_rule="sglang",
     release="0.5.6",
+    # the drafter's TpModelWorker runs a ModelRunner at tp_size=server_args.tp_size with the
+    # target's tp_rank (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    # python/sglang/srt/speculative/eagle_worker.py lines 140-151, StandaloneWorker the same;
+    # python/sglang/srt/managers/tp_worker.py lines 221-253): a head or a draft model is split
+    # over the target's GPUs, not held whole on each
+    draft_shares_tp=True,
     mem_fraction_rule="reserve",
     speculative_headroom=True,
     drafts_trees=True,

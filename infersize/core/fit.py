@@ -281,12 +281,16 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         usable - overhead, fraction, target.weights_bytes, _cell(target)
     )
     drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
-    running = sglang_pool.running_requests(engine, profiled, target.context_window, drafting)
+    running = sglang_pool.running_requests(
+        engine, np.maximum(profiled, 0.0), target.context_window, drafting
+    )
     verify = cells.tree.verify_tokens(cells.spec_k)
     grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
         on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
     )
-    tokens = floats(profiled + grown)
+    # the headroom grows the profiled count as it is, negative where the weights exceed the
+    # fraction; a total of 0 or less SGLang refuses to start with (init_memory_pool @0.5.6)
+    tokens = floats(np.maximum(profiled + grown, 0.0))
     activation = floats(chunked * target.activation_bytes_per_token)
     sized = _Sized(
         tokens=tokens, logged_tokens=tokens, activation=activation, overhead=overhead,
