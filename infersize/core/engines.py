@@ -34,10 +34,11 @@ VLLM_STEP_OVERHEAD_S = 8.0e-4
 # runs RejectionSampler.forward on them (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
 # vllm/v1/worker/gpu_model_runner.py lines 4606-4629; the same at
 # vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d: lines 6291-6321). Since
-# https://github.com/vllm-project/vllm/pull/26060 (in 0.11.1) RejectionSampler.forward keeps,
-# beside those logits, a copy of the bonus rows, their raw fp32 logits, the targets' fp32 logits
-# and a clone of them through top-k/top-p, softmax and the recovered-token noise
-# (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a). Re-stated tensor by tensor,
+# https://github.com/vllm-project/vllm/pull/26060 (merged 2025-10-22)
+# RejectionSampler.forward keeps, beside those logits, a copy of the bonus rows, their raw fp32
+# logits, the targets' fp32 logits and a clone of them through top-k/top-p, softmax and the
+# recovered-token noise (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a).
+# Re-stated tensor by tensor,
 # its peak exceeds the plain sampler's by 12 bytes per row and vocabulary entry of the target,
 # with a sort-based top-k/top-p or an in-place one alike. Read from the source, not fitted. It
 # counts only where the sampler phase is the profile's largest.
@@ -98,7 +99,7 @@ class Engine:
     graph_moe_extra: float = 0.0  # a MoE layer's graphs hold this share more
     credits_windows_in_tokens: bool = False  # vLLM 0.21+: logged tokens credit sliding windows
     steps_in_flight: float = 1.0  # scheduling steps a sliding window must also hold
-    draft_shares_tp: bool = False  # V1: the draft runs at the target's tensor parallelism
+    draft_shares_tp: bool = False  # vLLM V1, SGLang: the drafter runs at the target's TP
     # The fixed cost of each drafter forward pass in place of step_overhead_s (None: the same):
     # launches, the proposer's bookkeeping between its passes, its share of rejection sampling
     draft_forward_overhead_s: float | None = None
