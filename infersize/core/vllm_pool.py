@@ -102,24 +102,28 @@ def held_hidden_bytes(side: PoolSide, profile: Profile, sampling: bool = True) -
     return floats(rows * floats(side.hidden_size) * ACTIVATION_BYTES)
 
 
-def forward_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
-    """The decoder forward over max_num_batched_tokens tokens, beside the vision encoder's
-    outputs it keeps cached."""
+def _encoder_items(side: PoolSide, profile: Profile) -> FloatArray:
+    """Largest images the profiling pass runs through the vision encoder (0: text only)."""
     tokens = floats(profile.batched_tokens)
     per_item = floats(side.encoder_tokens_per_item)
     safe = np.maximum(per_item, 1.0)
-    items = np.where(per_item > 0, np.floor(np.maximum(tokens, safe) / safe), 0.0)
-    cached = items * per_item * side.hidden_size * ACTIVATION_BYTES
+    return floats(np.where(per_item > 0, np.floor(np.maximum(tokens, safe) / safe), 0.0))
+
+
+def forward_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
+    """The decoder forward over max_num_batched_tokens tokens, beside the vision encoder's
+    outputs it keeps cached."""
+    cached = (
+        _encoder_items(side, profile) * floats(side.encoder_tokens_per_item)
+        * side.hidden_size * ACTIVATION_BYTES
+    )  # fmt: skip
+    tokens = floats(profile.batched_tokens)
     return floats(engine.activation_factor * tokens * side.activation_bytes_per_token + cached)
 
 
 def encoder_peak(side: PoolSide, profile: Profile) -> FloatArray:
     """The vision encoder on as many largest images as the token budget holds."""
-    tokens = floats(profile.batched_tokens)
-    per_item = floats(side.encoder_tokens_per_item)
-    safe = np.maximum(per_item, 1.0)
-    items = np.where(per_item > 0, np.floor(np.maximum(tokens, safe) / safe), 0.0)
-    return floats(items * side.encoder_bytes_per_item)
+    return floats(_encoder_items(side, profile) * side.encoder_bytes_per_item)
 
 
 def sampler_peak(
