@@ -122,7 +122,8 @@ def test_vllm_engine_prints_the_pool_as_vllm_logs_it(runner):
     assert result.exit_code == 0, result.output
     text = result.stdout
     for line in ("GPU KV cache size:", "Maximum concurrency:", "for 4,096 tokens per request",
-                 "activation peak (profiling 8192 tokens, 1024 sequences)", "non-torch memory",
+                 "activation peak (profiling 8192 tokens, 1024 sequences, ", "of it the drafter's)",
+                 "non-torch memory",
                  "CUDA graphs (estimated before the pool)", "vLLM 0.33.0 rules"):  # fmt: skip
         assert line in text, line
     data = json.loads(run(runner, *args, "--json").stdout)

@@ -28,11 +28,21 @@ MIB = 2**20
 # vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
 # blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
 VLLM_STEP_OVERHEAD_S = 8.0e-4
-# Held, not fitted: a separate draft model (DraftModelProposer) leaves more non-KV memory in
-# V1's pool than its weights, taken as bf16 logits (2 bytes) of every profiled token over its
-# vocabulary: 2.3 GiB for a Qwen3 draft at 8,192 tokens. vLLM's code was not found to say
-# which tensor it is; EAGLE heads show none (row g1 of tests/data/measurements.csv).
-DRAFT_PROFILE_BYTES_PER_LOGIT = 2.0
+# Any speculative method (draft model, EAGLE, EAGLE-3, MTP, n-gram, Medusa) adds the rejection
+# sampler's dry run to V1's profiling pass: gpu_model_runner._dummy_sampler_run, `if
+# self.speculative_config:`, draws bf16 logits for num_reqs drafts + num_reqs bonus tokens and
+# runs RejectionSampler.forward on them (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
+# vllm/v1/worker/gpu_model_runner.py lines 4606-4629; the same at
+# vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d: lines 6291-6321). Since
+# https://github.com/vllm-project/vllm/pull/26060 (merged 2025-10-22)
+# RejectionSampler.forward keeps, beside those logits, a copy of the bonus rows, their raw fp32
+# logits, the targets' fp32 logits and a clone of them through top-k/top-p, softmax and the
+# recovered-token noise (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a).
+# Re-stated tensor by tensor,
+# its peak exceeds the plain sampler's by 12 bytes per row and vocabulary entry of the target,
+# with a sort-based top-k/top-p or an in-place one alike. Read from the source, not fitted. It
+# counts only where the sampler phase is the profile's largest.
+REJECTION_SAMPLER_BYTES_PER_LOGIT = 12.0
 # vLLM's entry points (vllm/usage/usage_lib.py UsageContext): `vllm serve` is OPENAI_API_SERVER,
 # `LLM(...)` in Python is LLM_CLASS; EngineArgs.get_batch_defaults sizes the profiling pass by it
 VLLM_ENTRYPOINTS: dict[str, str] = {"serve": "`vllm serve`", "offline": "LLM(...)"}
@@ -89,13 +99,13 @@ class Engine:
     graph_moe_extra: float = 0.0  # a MoE layer's graphs hold this share more
     credits_windows_in_tokens: bool = False  # vLLM 0.21+: logged tokens credit sliding windows
     steps_in_flight: float = 1.0  # scheduling steps a sliding window must also hold
-    draft_shares_tp: bool = False  # V1: the draft runs at the target's tensor parallelism
+    draft_shares_tp: bool = False  # vLLM V1, SGLang: the drafter runs at the target's TP
     # The fixed cost of each drafter forward pass in place of step_overhead_s (None: the same):
     # launches, the proposer's bookkeeping between its passes, its share of rejection sampling
     draft_forward_overhead_s: float | None = None
-    # A separate draft model's profiling pass holds this many bytes per profiled token and
-    # vocabulary entry on top of the target's activation peak (heads hold none)
-    draft_profile_bytes_per_logit: float = 0.0
+    # Any drafter adds the rejection sampler's dry run to the sampler phase of the profiling
+    # pass: bytes per row of the dummy batch and vocabulary entry of the target
+    rejection_sampler_bytes_per_logit: float = 0.0
     entrypoint: str = DEFAULTS.vllm_entrypoint  # whose batch defaults size the profiling pass
     # SGLang (core/sglang_pool.py); None: SGLang's default for the GPU
     mem_fraction_static: float | None = None
@@ -147,7 +157,7 @@ VLLM_V1 = Engine(
     # target step's host work, not this loop. Held at the engine step's cost, not fitted:
     # docs/calibration.md checks it on batch-1 speedups of a separate draft
     draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
-    draft_profile_bytes_per_logit=DRAFT_PROFILE_BYTES_PER_LOGIT,
+    rejection_sampler_bytes_per_logit=REJECTION_SAMPLER_BYTES_PER_LOGIT,
 )
 VLLM_V1_EARLY = replace(
     VLLM_V1,
@@ -176,6 +186,12 @@ SGLANG = Engine(
     tp_overhead_gib=1.7,
     memory_rule="sglang",
     release="0.5.6",
+    # the drafter's TpModelWorker runs a ModelRunner at tp_size=server_args.tp_size with the
+    # target's tp_rank (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    # python/sglang/srt/speculative/eagle_worker.py lines 140-151, StandaloneWorker the same;
+    # python/sglang/srt/managers/tp_worker.py lines 221-253): a head or a draft model is split
+    # over the target's GPUs, not held whole on each
+    draft_shares_tp=True,
     mem_fraction_rule="reserve",
     speculative_headroom=True,
     drafts_trees=True,

@@ -26,7 +26,7 @@ from infersize.core.vllm_pool import (
     activation_peak,
     capture_sizes,
     cuda_graph_bytes,
-    draft_profile_bytes,
+    drafter_peak,
     pool_capacity,
 )
 
@@ -41,7 +41,7 @@ class PoolMemory:
     activation_peak: FloatArray
     non_torch: FloatArray
     cuda_graphs: FloatArray  # subtracted before the pool from vLLM 0.20 on; else 0
-    draft_profile: FloatArray  # a separate draft model's share of the profiling run
+    speculative_peak: FloatArray  # what speculating adds to the activation peak (vLLM)
     mem_fraction: FloatArray | None = None  # SGLang's mem_fraction_static as applied
     max_running: FloatArray | None = None  # SGLang's max_running_requests from its pool
 
@@ -157,16 +157,20 @@ def pool_layout(target: KvLayout, draft: KvLayout | None) -> KvLayout:
 
 def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
     """vLLM: budget = ⌈U · memory⌉; pool = budget − weights − A − N − G; a batch uses its
-    sequences' blocks of the pool (sliding windows credited as vLLM allocates them)."""
+    sequences' blocks of the pool (sliding windows credited as vLLM allocates them). With a
+    drafter, A is also the largest of the drafter's forward and the sampler phase with the
+    rejection sampler's dry run; what that adds to the target's own peak is the draft's share."""
     profile = Profile(dep.profile_tokens, dep.profile_seqs)
     sides = [dep.target] + ([] if dep.draft is None else [dep.draft])
-    peak = floats(np.max([activation_peak(_pool_side(s), profile, engine) for s in sides], axis=0))
-    extra = (  # a separate draft model's share of the profiling run
-        floats(0.0)
-        if dep.draft is None
-        else floats(draft_profile_bytes(engine, profile, dep.draft.vocab_size))
-        * (1.0 - dep.draft.speculator_head)
-    )
+    target = _pool_side(dep.target)
+    alone = activation_peak(target, profile, engine)
+    peak = alone
+    if dep.draft is not None:  # any drafter, n-gram lookup too: the rejection sampler runs
+        peak = activation_peak(target, profile, engine, speculating=1.0)
+        peak = floats(
+            np.maximum(peak, drafter_peak(_pool_side(dep.draft), target, profile, engine))
+        )
+    extra = floats(peak - alone)
     non_torch = mem.overhead_bytes(engine, dep.tp)
     query_len = 1.0 + cells.spec_k
     sizes = capture_sizes(dep.profile_seqs, dep.profile_tokens, query_len)
@@ -177,7 +181,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     )
     budget = floats(np.ceil(engine.gpu_memory_utilization * usable))
     weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
-    pool = floats(budget - weights - peak - extra - non_torch - graphs)
+    pool = floats(budget - weights - peak - non_torch - graphs)
     layout = pool_layout(dep.target.kv, None if dep.draft is None else dep.draft.kv)
     capacity = pool_capacity(pool, layout, cells.tokens, profile, engine)
     used = floats(cells.batch * capacity.bytes_per_sequence)
@@ -193,13 +197,13 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         activation_peak=peak,
         non_torch=non_torch,
         cuda_graphs=floats(graphs),
-        draft_profile=extra,
+        speculative_peak=extra,
     )
     kv_target, kv_draft = floats(used * t_share), floats(used * (1 - t_share))
     overhead = floats(non_torch + graphs)
     return _Parts(
         target_kv=kv_target,
-        target_workspace=peak,
+        target_workspace=alone,
         draft_kv=kv_draft,
         draft_workspace=floats(extra + np.zeros_like(used)),
         overhead=overhead,
@@ -238,7 +242,7 @@ def _fixed_pool(dep: DeploymentNumbers, cells: _Cells, usable: FloatArray, sized
         activation_peak=floats(sized.activation),
         non_torch=floats(sized.overhead),
         cuda_graphs=np.zeros_like(pool),
-        draft_profile=np.zeros_like(pool),  # in SGLang's and TensorRT-LLM's activation term
+        speculative_peak=np.zeros_like(pool),  # in SGLang's and TensorRT-LLM's activation term
         mem_fraction=sized.fraction,
         max_running=sized.running,
     )
@@ -277,12 +281,16 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         usable - overhead, fraction, target.weights_bytes, _cell(target)
     )
     drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
-    running = sglang_pool.running_requests(engine, profiled, target.context_window, drafting)
+    running = sglang_pool.running_requests(
+        engine, np.maximum(profiled, 0.0), target.context_window, drafting
+    )
     verify = cells.tree.verify_tokens(cells.spec_k)
     grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
         on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
     )
-    tokens = floats(profiled + grown)
+    # the headroom grows the profiled count as it is, negative where the weights exceed the
+    # fraction; a total of 0 or less SGLang refuses to start with (init_memory_pool @0.5.6)
+    tokens = floats(np.maximum(profiled + grown, 0.0))
     activation = floats(chunked * target.activation_bytes_per_token)
     sized = _Sized(
         tokens=tokens, logged_tokens=tokens, activation=activation, overhead=overhead,

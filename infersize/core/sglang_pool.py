@@ -113,9 +113,12 @@ def drafter_reserve_mib(has_drafter: ArrayLike, is_head: ArrayLike) -> FloatArra
 def profiled_tokens(
     free_at_start: ArrayLike, mem_fraction: ArrayLike, weights: ArrayLike, cell: ArrayLike
 ) -> FloatArray:
-    """⌊(M_start · mem_fraction_static − W) / cell⌋, never below 0."""
+    """⌊(M_start · mem_fraction_static − W) / cell⌋, negative where the weights exceed the
+    fraction (ModelRunner.profile_max_num_token @0.5.6 does not clamp it: the speculative
+    headroom is added to it, and ModelRunner.init_memory_pool refuses a total of 0 or less,
+    "Not enough memory. Please try to increase --mem-fraction-static")."""
     rest = floats(free_at_start) * floats(mem_fraction) - floats(weights)
-    return floats(np.maximum(np.floor(rest / np.maximum(floats(cell), 1e-9)), 0.0))
+    return floats(np.floor(rest / np.maximum(floats(cell), 1e-9)))
 
 
 def running_requests(

@@ -5,8 +5,12 @@ otherwise; docs/modelling.md cites each function):
   pool P per GPU = ceil(total · gpu_memory_utilization) − W − A − N − G
     W  weights on the GPU: target and draft (V1 runs the draft at the target's TP), vision tower
     A  activation peak of the profile run (gpu_worker.determine_available_memory,
-       gpu_model_runner.profile_run): the largest of the vision encoder on its largest images,
-       max_num_batched_tokens tokens through the model, the sampler on max_num_seqs rows
+       gpu_model_runner.profile_run), the largest of its passes, one after the other: the vision
+       encoder on its largest images; max_num_batched_tokens tokens through the target, then
+       through the drafter (its K passes, the target's hidden states still held); the sampler on
+       min(max_num_seqs, max_num_batched_tokens) rows of the target's logits, the profiled
+       batch's hidden states still held, and with any drafter the rejection sampler's dry run
+       on as many rows beside it
     N  non-torch memory that appears after the start-up snapshot (cuBLAS workspaces, lazily
        created buffers; more under tensor parallel, custom all-reduce's IPC buffers)
     G  the CUDA graph estimate, subtracted before sizing from vLLM 0.21 on
@@ -39,10 +43,12 @@ class Profile:
     seqs: Num  # max_num_seqs
 
 
-# EngineArgs.get_batch_defaults (vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:
-# vllm/engine/arg_utils.py): (max_num_batched_tokens, max_num_seqs) by entry point, for GPUs of
-# 70 GiB or more that are not A100s, and for the others. `vllm serve` is OPENAI_API_SERVER,
-# LLM(...) is LLM_CLASS.
+# EngineArgs.get_batch_defaults (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
+# vllm/engine/arg_utils.py lines 1802-1880, the same table at
+# vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d:vllm/engine/arg_utils.py line 2509):
+# (max_num_batched_tokens, max_num_seqs) by entry point, for GPUs of 70 GiB or more that are not
+# A100s, and for the others. `vllm serve` is OPENAI_API_SERVER (entrypoints/cli/serve.py);
+# LLM(...) and `vllm bench throughput` are LLM_CLASS (entrypoints/llm.py).
 BATCH_DEFAULTS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "serve": ((8192, 1024), (2048, 256)),
     "offline": ((16384, 1024), (8192, 256)),
@@ -66,13 +72,6 @@ def default_profile(engine: Engine, memory_bytes: float, gpu_name: str) -> Profi
     return Profile(engine.max_num_batched_tokens or tokens, engine.max_num_seqs or seqs)
 
 
-def draft_profile_bytes(engine: Engine, profile: Profile, vocab_size: Num) -> FloatArray:
-    """What a separate draft model adds to the profiling run's peak beyond its weights
-    (engine.draft_profile_bytes_per_logit per profiled token and vocabulary entry)."""
-    per_token = engine.draft_profile_bytes_per_logit * floats(vocab_size)
-    return floats(per_token * floats(profile.batched_tokens))
-
-
 @dataclass(frozen=True, kw_only=True)
 class PoolSide:
     """What the pool rules read of one model on one GPU."""
@@ -87,22 +86,82 @@ class PoolSide:
     encoder_tokens_per_item: Num = 0.0
 
 
-def activation_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
-    """A: the largest of the three passes vLLM's profile_run makes one after the other:
-    the vision encoder on as many largest images as its budget holds (their outputs stay cached),
-    the decoder forward over max_num_batched_tokens tokens, and the sampler on
-    min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits."""
+def _rows(profile: Profile) -> FloatArray:
+    """The sampler's rows: the dummy batch of min(max_num_seqs, max_num_batched_tokens)."""
+    return floats(np.minimum(floats(profile.seqs), floats(profile.batched_tokens)))
+
+
+def held_hidden_bytes(side: PoolSide, profile: Profile, sampling: bool = True) -> FloatArray:
+    """The hidden states profile_run holds while the drafter and the sampler run, in the model's
+    dtype: the profiled batch's (max_num_batched_tokens rows) and, in the sampler pass, its
+    last-token rows and the random rows put in their place (the dummy batch's rows each)
+    (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
+    vllm/v1/worker/gpu_model_runner.py lines 4547-4550, 4564-4566 (`torch.rand_like`) and
+    4767-4778 (`del hidden_states` only after the sampler))."""
+    rows = floats(profile.batched_tokens) + (2.0 * _rows(profile) if sampling else 0.0)
+    return floats(rows * floats(side.hidden_size) * ACTIVATION_BYTES)
+
+
+def _encoder_items(side: PoolSide, profile: Profile) -> FloatArray:
+    """Largest images the profiling pass runs through the vision encoder (0: text only)."""
     tokens = floats(profile.batched_tokens)
     per_item = floats(side.encoder_tokens_per_item)
-    has_encoder = per_item > 0
     safe = np.maximum(per_item, 1.0)
-    items = np.where(has_encoder, np.floor(np.maximum(tokens, safe) / safe), 0.0)
-    encoder = items * side.encoder_bytes_per_item
-    cached = items * per_item * side.hidden_size * ACTIVATION_BYTES
-    forward = engine.activation_factor * tokens * side.activation_bytes_per_token + cached
-    rows = np.minimum(floats(profile.seqs), tokens)
-    sampler = SAMPLER_BYTES_PER_LOGIT[engine.sampler] * rows * side.vocab_size
-    return floats(np.maximum(np.maximum(forward, sampler), encoder))
+    return floats(np.where(per_item > 0, np.floor(np.maximum(tokens, safe) / safe), 0.0))
+
+
+def forward_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
+    """The decoder forward over max_num_batched_tokens tokens, beside the vision encoder's
+    outputs it keeps cached."""
+    cached = (
+        _encoder_items(side, profile) * floats(side.encoder_tokens_per_item)
+        * side.hidden_size * ACTIVATION_BYTES
+    )  # fmt: skip
+    tokens = floats(profile.batched_tokens)
+    return floats(engine.activation_factor * tokens * side.activation_bytes_per_token + cached)
+
+
+def encoder_peak(side: PoolSide, profile: Profile) -> FloatArray:
+    """The vision encoder on as many largest images as the token budget holds."""
+    return floats(_encoder_items(side, profile) * side.encoder_bytes_per_item)
+
+
+def sampler_peak(
+    side: PoolSide, profile: Profile, engine: Engine, speculating: Num = 0.0
+) -> FloatArray:
+    """The sampler phase of profile_run (gpu_model_runner._dummy_sampler_run): the sampler on
+    the dummy batch's rows of the target's logits (SAMPLER_BYTES_PER_LOGIT), the profiled
+    batch's hidden states still held, and, with any speculative method (`speculating` 1.0),
+    the rejection sampler's dry run on as many rows (engine.rejection_sampler_bytes_per_logit).
+    Only the target's logits are sampled: a drafter's dummy_run computes none."""
+    per_logit = SAMPLER_BYTES_PER_LOGIT[engine.sampler] + (
+        engine.rejection_sampler_bytes_per_logit * floats(speculating)
+    )
+    logits = _rows(profile) * floats(side.vocab_size)
+    return floats(per_logit * logits + held_hidden_bytes(side, profile))
+
+
+def activation_peak(
+    side: PoolSide, profile: Profile, engine: Engine, speculating: Num = 0.0
+) -> FloatArray:
+    """A of the target alone: the largest of the passes vLLM's profile_run makes one after the
+    other (the vision encoder, the decoder forward over max_num_batched_tokens tokens, the
+    sampler phase)."""
+    forward = forward_peak(side, profile, engine)
+    sampler = sampler_peak(side, profile, engine, speculating)
+    return floats(np.maximum(np.maximum(forward, sampler), encoder_peak(side, profile)))
+
+
+def drafter_peak(draft: PoolSide, target: PoolSide, profile: Profile, engine: Engine) -> FloatArray:
+    """The drafter's pass of profile_run: its dummy_run makes K forwards over the same
+    max_num_batched_tokens tokens, one after the other and without logits
+    (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:vllm/v1/spec_decode/eagle.py
+    lines 1213-1267, which DraftModelProposer and MTP inherit;
+    vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d:
+    vllm/v1/spec_decode/llm_base_proposer.py lines 1625-1677), while the target's hidden states
+    are held. Its peak is one forward's."""
+    held = held_hidden_bytes(target, profile, sampling=False)
+    return floats(forward_peak(draft, profile, engine) + held)
 
 
 def capture_sizes(seqs: ArrayLike, tokens: ArrayLike, query_len: ArrayLike) -> FloatArray:

@@ -145,7 +145,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
     sides = {"target": (target.fmt.id, t_support)}
     draft = None
     if req.draft is not None:
-        draft_tp = req.tp if engine.draft_shares_tp else 1  # vLLM V1: the target's TP
+        draft_tp = req.tp if engine.draft_shares_tp else 1  # vLLM V1, SGLang: the target's TP
         draft, d_support = resolve_side(
             req.draft, req.draft_quant, catalog, kv_dtype, gpu, draft_tp, family
         )

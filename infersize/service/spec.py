@@ -84,7 +84,7 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
         "gpu_memory_utilization": engine.gpu_memory_utilization,
         "vllm_release": engine.release,
         "cuda_graph_bytes": int(pool.cuda_graphs),
-        "draft_profile_bytes": int(pool.draft_profile),
+        "speculative_peak_bytes": int(pool.speculative_peak),
         "vllm_entrypoint": engine.entrypoint,
         "max_num_batched_tokens": tokens,
         "max_num_seqs": seqs,

@@ -3,9 +3,12 @@ names they gave and the model that produced the numbers."""
 
 from __future__ import annotations
 
+import math
+
 from infersize.catalog.store import Catalog
 from infersize.core.confidence import LOW, low_confidence_reason
 from infersize.core.deployment import draft_is_smaller
+from infersize.core.memory import GIB
 from infersize.core.speedup import SpeedupModel
 from infersize.service.context import max_context_tokens
 from infersize.service.resolve import Deployment, DeploymentRequest
@@ -49,6 +52,24 @@ def _big_draft_warning(dep: Deployment) -> str:
     )
 
 
+def _sglang_fraction_note(result: SpecResult) -> str | None:
+    """SGLang budgets the weights and its pool in mem_fraction_static of the memory free at
+    start; where the target's weights alone exceed it, it refuses to start
+    (ModelRunner.init_memory_pool @0.5.6, core/sglang_pool.py)."""
+    fraction = result.mem_fraction_static
+    if fraction is None or result.max_total_num_tokens != 0:
+        return None
+    free = result.gpu.memory_bytes - (result.non_torch_bytes or 0)
+    weights = result.target.weights_bytes
+    return (
+        f"SGLang's mem_fraction_static {fraction:g} of the {free / GIB:.2f} GiB free at start "
+        f"holds {fraction * free / GIB:.2f} GiB per GPU, less than the target's "
+        f'{weights / GIB:.2f} GiB of weights: SGLang refuses to start ("Not enough memory. '
+        'Please try to increase --mem-fraction-static"); from --mem-fraction-static '
+        f"{math.ceil(weights / free * 1000) / 1000:g} it keeps a pool"
+    )
+
+
 def spec_notes(
     req: DeploymentRequest,
     context_length: int,
@@ -81,6 +102,8 @@ def spec_notes(
         )  # fmt: skip
     if draft and model.note:
         notes.append(model.note)
+    if (fraction_note := _sglang_fraction_note(result)) is not None:
+        notes.append(fraction_note)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:
         notes.append(
             f"the batch needs more KV cache than vLLM's pool holds (it fits "

@@ -72,7 +72,8 @@ class SpecResult:
     activation_peak_bytes: int | None = None  # the profiling pass's peak (SGLang: a chunk's)
     non_torch_bytes: int | None = None  # SGLang: not free when it measures (CUDA context)
     cuda_graph_bytes: int | None = None  # subtracted before the pool (vLLM 0.20+)
-    draft_profile_bytes: int | None = None  # vllm: a separate draft model's profiling share
+    # vllm: what the drafter adds to the activation peak (the rejection sampler's dry run)
+    speculative_peak_bytes: int | None = None
     vllm_entrypoint: str | None = None  # vllm: serve or offline, whose defaults it profiles
     max_num_batched_tokens: int | None = None  # vllm: the profiling pass's size
     max_num_seqs: int | None = None

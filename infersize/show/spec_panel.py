@@ -141,12 +141,8 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
         cell(dr, dr.kv_cache_bytes if dr else 0),
     )
     if pooled:
-        for name, value in _pool_rows(r):
+        for name, value in _pool_rows(r, scale):
             table.add_row(name, *one(value))
-        if r.draft_profile_bytes:  # vLLM: a separate draft model's profiling pass
-            table.add_row(
-                "draft's profiling pass (separate model)", "", cell(dr, r.draft_profile_bytes)
-            )
     else:
         table.add_row(
             "workspace (logits, activations)",
@@ -175,7 +171,7 @@ def _rules(r: SpecResult) -> str:
     return f"vLLM {r.vllm_release} rules, {r.gpu_memory_utilization:g} of the device"
 
 
-def _pool_rows(r: SpecResult) -> list[tuple[str, int | None]]:
+def _pool_rows(r: SpecResult, scale: float) -> list[tuple[str, int | None]]:
     """The non-KV parts an engine's pool is sized against."""
     if r.max_total_num_tokens is not None:
         return [
@@ -187,10 +183,15 @@ def _pool_rows(r: SpecResult) -> list[tuple[str, int | None]]:
             (f"activation peak (profiling {r.max_num_tokens} tokens)", r.activation_peak_bytes),
             ("outside torch (CUDA context, graphs, NCCL)", r.non_torch_bytes),
         ]
+    drafting = (
+        f", {r.speculative_peak_bytes / scale:.2f} of it the drafter's"
+        if r.speculative_peak_bytes
+        else ""
+    )
     return [
         (
             f"activation peak (profiling {r.max_num_batched_tokens} tokens, "
-            f"{r.max_num_seqs} sequences)",
+            f"{r.max_num_seqs} sequences{drafting})",
             r.activation_peak_bytes,
         ),
         ("non-torch memory", r.non_torch_bytes),
