@@ -56,13 +56,14 @@ from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 # of EDGE in the ratio would flip is left to the simulator
 EDGE = 0.05
 # Every screened speculative capacity is checked by one simulated probe at (1 − PROBE_MARGIN)
-# of it (the first replication's draws), and a row that fails it is simulated. The stated error
-# of a screened row adds the replications' own spread to the probe's margin: the simulator's
-# answer (their mean) lies within SCREEN_ERROR of it (benchmarks/capacity_screen_gap.py
-# measures it on sweeps/capacity.yaml; docs/capacity.md gives the figures)
+# of it (the first replication's draws), and a row that fails it is simulated. A screened row's
+# stated error adds the replications' own spread to the probe's margin: at least SCREEN_ERROR,
+# and as wide as plain decoding's simulated range where that is wider (draws that spread plain
+# decoding's answer spread speculation's alike); the simulator's answer lies within it
+# (benchmarks/capacity_screen_gap.py measures it on sweeps/capacity.yaml, docs/capacity.md)
 PROBE_MARGIN = 0.10
 SCREEN_ERROR = 0.15
-# below this many replicas an error of SCREEN_ERROR can move the count by one: such rows near a
+# at most this many replicas, the stated error can move the count by one: such rows near a
 # count's edge are simulated (above it, the range columns carry the count's error)
 FEW_REPLICAS = round(1 / SCREEN_ERROR)
 Latency = tuple[float, float, float, float]  # p50 and p99 TTFT, p50 and p99 TPOT, in ms
@@ -210,7 +211,8 @@ def screen(
         spec = scores[k] * scale
         spec_arm = make_arm(prepared, request.traffic, k, cache.replicas)
         spec_latency = partial(_mean_field_latency, spec_arm)
-        spec_interval = (spec * (1.0 - SCREEN_ERROR), spec * (1.0 + SCREEN_ERROR))
+        error = _stated_error(limit)
+        spec_interval = (spec * (1.0 - error), spec * (1.0 + error))
         assert request.sla is not None
         checked = base > 0 and not broken_terms(
             spec_arm, request.traffic, spec * (1.0 - PROBE_MARGIN), request.sla
@@ -300,13 +302,23 @@ def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
     flips = any(saving(rate, base, s) != saving(rate, base, spec) for rate in rates for s in bent)
     if flips or answer.simulated or answer.draft_k == 0:
         return flips
-    return any(_count_edge(rate, spec, headroom) for rate in rates)
+    interval = answer.interval[1]
+    return interval is not None and any(_count_edge(rate, interval, headroom) for rate in rates)
 
 
-def _count_edge(rate: float, spec: float, headroom: float) -> bool:
-    """Whether the screen's stated error could move a small replica count by one."""
-    low = replicas_for(rate, spec * (1.0 + SCREEN_ERROR), headroom)
-    high = replicas_for(rate, spec * (1.0 - SCREEN_ERROR), headroom)
+def _stated_error(plain: Capacity) -> float:
+    """A screened row's relative error: SCREEN_ERROR, or plain decoding's simulated range's
+    half-width over its capacity where wider."""
+    if plain.interval is None or plain.max_request_rate <= 0:
+        return SCREEN_ERROR
+    low, high = plain.interval
+    return max(SCREEN_ERROR, (high - low) / (2.0 * plain.max_request_rate))
+
+
+def _count_edge(rate: float, interval: Interval, headroom: float) -> bool:
+    """Whether the screened row's range could move a small replica count by one."""
+    low = replicas_for(rate, interval[1], headroom)
+    high = replicas_for(rate, interval[0], headroom)
     return low is not None and low <= FEW_REPLICAS and low != high
 
 
