@@ -88,10 +88,12 @@ def test_sglang_prints_the_flags_of_the_static_k(runner):
         "SGLang, one K for every batch: python -m sglang.launch_server --model-path MODEL with "
         "(--out FILE writes them)"
     )
+    answer = json.loads(runner.invoke(app, [*EIGHT_B, "--engine", "sglang", "--json"]).stdout)
+    k = answer["buckets"][0]["static_best_k"]  # the flags run the one static K
     assert lines[at + 1] == (
         "--speculative-algorithm EAGLE3 --speculative-draft-model-path "
-        "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B --speculative-num-steps 3 --speculative-eagle-topk 1 "
-        "--speculative-num-draft-tokens 4"
+        f"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B --speculative-num-steps {k} "
+        f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
     )
 
 
