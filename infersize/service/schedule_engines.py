@@ -114,15 +114,17 @@ def engine_config(family: str, dep: Deployment, method: Method, table: Table) ->
         spec["max_draft_len"] = largest
         if method.name not in ("mtp", "ngram"):  # MTP reads the target's own layers
             spec["speculative_model"] = repo
-        if len(table) > 1:
-            spec["draft_len_schedule"] = {last: k for _, last, k in table}
+        # null: no schedule, the field's own default (scripts find the key either way)
+        schedule = {last: k for _, last, k in table} if len(table) > 1 else None
+        spec["draft_len_schedule"] = schedule
         return {"speculative_config": spec}
     config: dict[str, Any] = {"method": VLLM_METHODS[method.name]}
     if method.name not in ("mtp", "ngram"):  # vLLM defaults both to the target's own
         config["model"] = repo
     config["num_speculative_tokens"] = largest
-    if len(table) > 1:
-        config["num_speculative_tokens_per_batch_size"] = [list(r) for r in table]
+    # null: no table, the field's own default (scripts find the key either way)
+    table_field = [list(r) for r in table] if len(table) > 1 else None
+    config["num_speculative_tokens_per_batch_size"] = table_field
     return config
 
 

@@ -47,7 +47,7 @@ def config_text(engine: str, config: Any) -> str:
     if engine == "trtllm":
         import yaml
 
-        scheduled = "draft_len_schedule" in config["speculative_config"]
+        scheduled = config["speculative_config"].get("draft_len_schedule") is not None
         body = yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
         return TRTLLM_HEADER + (TRTLLM_KEYS_NOTE if scheduled else "") + body
     words = []
@@ -58,8 +58,9 @@ def config_text(engine: str, config: Any) -> str:
 
 def paste_text(engine: str, config: Any) -> str:
     """What to paste: vLLM's flag with its JSON quoted for a shell, else the file's text."""
-    if engine == "vllm":
-        return "--speculative-config " + shlex.quote(json.dumps(config)) + "\n"
+    if engine == "vllm":  # a field left at its default (null) is left out of the flag
+        given = {key: value for key, value in config.items() if value is not None}
+        return "--speculative-config " + shlex.quote(json.dumps(given)) + "\n"
     return config_text(engine, config)
 
 
