@@ -209,6 +209,7 @@ MISTAKES = [
     (["--tp", "two"], "--tp takes a number of GPUs or auto, got 'two'"),
     (["--tp", "0"], "--tp must be at least 1 (or auto), got 0"),
     (["--replications", "0"], "--replications must be in 1..30, got 0"),
+    (["--workload-kind", "chatt"], "unknown workload kind 'chatt': did you mean 'chat'?"),
     (["--replications", "31"], "--replications must be in 1..30, got 31"),
     (["--acceptance-length", "9"], "--acceptance-length is measured at one K"),
 ]

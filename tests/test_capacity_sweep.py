@@ -314,7 +314,25 @@ BAD_ENTRIES = [
         ("capacity: {requests: 300, simulate_top: 1}", "capacity: {requests: 0}"),
         "line 23: key 'capacity.requests': Input should be greater than or equal to 1",
     ),
+    (
+        ("output_tokens: 128}", "output_tokens: 128, kind: chatt}"),
+        "line 18: key 'workloads.0.kind': Value error, unknown workload kind 'chatt': did you "
+        "mean 'chat'?",
+    ),
+    (
+        ("capacity: {requests: 300, simulate_top: 1}", "capacity: {replications: 31}"),
+        "line 23: key 'capacity.replications': Input should be less than or equal to 30",
+    ),
 ]
+
+
+def test_tp_auto_answers_every_size_of_one_node_that_divides_the_heads(tmp_path):
+    """`tp: auto` is TP 1, 2, 4 and 8 for Llama-3.1-8B's 32 heads: the plan holds a setting at
+    each, so `best --request-rate` picks the layout of fewest GPUs among them."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(SWEEP.replace("tp: [1]", "tp: auto", 1))
+    plan = build_plan(*load_sweep(path))
+    assert sorted({s.tp for s in plan.settings if s.gpu == "h100-sxm"}) == [1, 2, 4, 8]
 
 
 @pytest.mark.parametrize(("change", "message"), BAD_ENTRIES, ids=lambda v: str(v)[:30])
