@@ -18,8 +18,17 @@ from tests.test_log_readers_hostile import SOURCE_FLAG
 
 SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "h100"]
 # `spec` on the GPU an overlay file (o.yaml in the case's folder) names
-OVERLAY_GPU_SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "none", "--gpu", "our-h100",
-                    "--catalog", "{tmp}/o.yaml"]  # fmt: skip
+OVERLAY_GPU_SPEC = [
+    "spec",
+    "--target",
+    "qwen2.5-7b",
+    "--draft",
+    "none",
+    "--gpu",
+    "our-h100",
+    "--catalog",
+    "{tmp}/o.yaml",
+]
 GPU_OVERLAY = """\
 gpus:
   - id: our-h100

@@ -30,9 +30,14 @@ def command(argv: list[str], cwd: Path, timeout: float = HANG_S, **popen: object
     exe = [shutil.which("infersize") or "infersize"] if argv[0] != "python" else [sys.executable]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [*exe, *argv[1 if argv[0] == "python" else 0 :]], cwd=cwd, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen,  # type: ignore[call-overload]
-    )  # fmt: skip
+        [*exe, *argv[1 if argv[0] == "python" else 0 :]],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        **popen,  # type: ignore[call-overload]
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
         return Ran(proc.returncode, out, err, time.perf_counter() - start)
@@ -73,5 +78,8 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def lost(before: dict[str, bytes], folder: Path) -> list[str]:
-    return [name for name, data in before.items() if not (folder / name).is_file()
-            or (folder / name).read_bytes() != data]  # fmt: skip
+    return [
+        name
+        for name, data in before.items()
+        if not (folder / name).is_file() or (folder / name).read_bytes() != data
+    ]

@@ -21,11 +21,33 @@ import time
 from pathlib import Path
 
 EXAMPLE = [
-    "capacity", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b",
-    "--gpu", "h100", "--tp", "2", "--engine", "vllm", "--input-tokens", "1024",
-    "--output-tokens", "256", "--request-rate", "2", "--sla", "ttft:p99<=2000ms;tpot:p99<=50ms",
-    "--target-request-rate", "20", "--requests", "2000", "--json",
-]  # fmt: skip
+    "capacity",
+    "--target",
+    "llama-3.1-70b",
+    "--target-quant",
+    "fp8",
+    "--draft",
+    "llama-3.2-1b",
+    "--gpu",
+    "h100",
+    "--tp",
+    "2",
+    "--engine",
+    "vllm",
+    "--input-tokens",
+    "1024",
+    "--output-tokens",
+    "256",
+    "--request-rate",
+    "2",
+    "--sla",
+    "ttft:p99<=2000ms;tpot:p99<=50ms",
+    "--target-request-rate",
+    "20",
+    "--requests",
+    "2000",
+    "--json",
+]
 TP_AUTO = [*EXAMPLE[: EXAMPLE.index("--tp")], "--tp", "auto", *EXAMPLE[EXAMPLE.index("--tp") + 2 :]]
 
 

@@ -61,16 +61,20 @@ def gaps(sweep: Path) -> dict[str, list[Case]]:
         simulated = simulate(request, catalog, rates, cache)
         truth, guess = simulated.max_request_rate[1], screened.max_request_rate[1]
         kept = not (screened.unsure or near_edge(screened, case, plan.capacity.headroom))
-        out.setdefault(case.sla_name, []).append({
-            "case": f"{case.setting.gpu} tp{case.setting.tp} {case.setting.target} + "
-                    f"{case.setting.draft} {case.workload.name} α#{case.scenario}: K "
-                    f"{screened.draft_k}/{simulated.draft_k}, {guess:.3g} vs {truth:.3g}",
-            "error": guess / truth - 1.0 if truth > 0 and guess > 0 else 0.0,
-            "servable": (truth > 0) == (guess > 0),
-            "kept": kept,
-            "within": all(_within(screened, simulated, rate, case.setting.tp,
-                                  plan.capacity.headroom) for rate in rates),
-        })  # fmt: skip
+        out.setdefault(case.sla_name, []).append(
+            {
+                "case": f"{case.setting.gpu} tp{case.setting.tp} {case.setting.target} + "
+                f"{case.setting.draft} {case.workload.name} α#{case.scenario}: K "
+                f"{screened.draft_k}/{simulated.draft_k}, {guess:.3g} vs {truth:.3g}",
+                "error": guess / truth - 1.0 if truth > 0 and guess > 0 else 0.0,
+                "servable": (truth > 0) == (guess > 0),
+                "kept": kept,
+                "within": all(
+                    _within(screened, simulated, rate, case.setting.tp, plan.capacity.headroom)
+                    for rate in rates
+                ),
+            }
+        )
     return out
 
 

@@ -80,8 +80,10 @@ def main() -> None:
             Path(tmp, "jobs2", name).read_bytes() == Path(tmp, "a", name).read_bytes()
             for name in ("capacity.parquet", "capacity.csv", "best_pairs.parquet")
         )
-    print(f"capacity rows: {rows:,} ({simulated:,} answered by the simulator, "
-          f"{simulated / rows:.0%}); {manifest['cells']:,} decode cells")  # fmt: skip
+    print(
+        f"capacity rows: {rows:,} ({simulated:,} answered by the simulator, "
+        f"{simulated / rows:.0%}); {manifest['cells']:,} decode cells"
+    )
     print(f"--jobs 2: {two:.1f} s ({rows / two:,.1f} rows/s)")
     print(f"two --jobs 1 runs at once: {pair:.1f} s ({2 * rows / pair:,.1f} rows/s)")
     print(f"--jobs 2 over two --jobs 1 runs, throughput: {(rows / two) / (2 * rows / pair):.2f}x")

@@ -94,8 +94,10 @@ def refit(group: FitGroup, rows: list[Row]) -> Engine:
     names = list(grid)
 
     def distance(setting: dict[str, float]) -> float:
-        return sum(abs(v - getattr(preset, n)) / max(abs(getattr(preset, n)), 1e-9)
-                   for n, v in setting.items())  # fmt: skip
+        return sum(
+            abs(v - getattr(preset, n)) / max(abs(getattr(preset, n)), 1e-9)
+            for n, v in setting.items()
+        )
 
     best: tuple[tuple[float, float, float], Engine] | None = None
     for values in itertools.product(*grid.values()):
@@ -126,15 +128,19 @@ def report(group: FitGroup) -> None:
     refitted = refit(group, fit_rows)
     names = list(GRIDS[group])
     print(f"{group.engine} {', '.join(group.kinds)}: {', '.join(names)}")
-    print(f"  refit on {len(fit_rows)} fit rows: "
-          + ", ".join(f"{n} {getattr(refitted, n):g}" for n in names)
-          + "  | presets: " + ", ".join(f"{n} {getattr(preset, n):g}" for n in names))  # fmt: skip
+    print(
+        f"  refit on {len(fit_rows)} fit rows: "
+        + ", ".join(f"{n} {getattr(refitted, n):g}" for n in names)
+        + "  | presets: "
+        + ", ".join(f"{n} {getattr(preset, n):g}" for n in names)
+    )
     for label, rows in (("in sample (fit)", fit_rows), ("out of sample (check)", check_rows)):
         if not rows:
             continue
         new, old = errors(rows, refitted), errors(rows, preset)
-        print(f"  {label}: worst {worst(rows, new):.2f} of its bound (presets "
-              f"{worst(rows, old):.2f})")  # fmt: skip
+        print(
+            f"  {label}: worst {worst(rows, new):.2f} of its bound (presets {worst(rows, old):.2f})"
+        )
         for row, a, b in zip(rows, new, old, strict=True):
             print(_line(row, a, b))
 

@@ -50,8 +50,14 @@ def commands(repeat: int) -> list[str]:
 
 def run(command: str) -> Run:
     before = os.getloadavg()[0]
-    done = subprocess.run(command.replace("python ", f"{sys.executable} ", 1), shell=True,
-                          cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        command.replace("python ", f"{sys.executable} ", 1),
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return Run(command, done.stdout.rstrip(), before, os.getloadavg()[0])
 
 
@@ -69,21 +75,37 @@ def machine() -> str:
 
 # (what, pattern over every run's output, how the figure reads)
 FIGURES = [
-    ("`infersize spec` start-up over a bare Typer app with the same options",
-     r"spec / bare Typer: ([\d.]+x)", "{}"),
+    (
+        "`infersize spec` start-up over a bare Typer app with the same options",
+        r"spec / bare Typer: ([\d.]+x)",
+        "{}",
+    ),
     ("`sweep run sweeps/fleet.yaml`, `--jobs 1`", r"fleet\.yaml --jobs 1: median ([\d.]+ s)", "{}"),
     ("`sweep run sweeps/fleet.yaml`, `--jobs 2`", r"fleet\.yaml --jobs 2: median ([\d.]+ s)", "{}"),
-    ("`--jobs 2` over `--jobs 1` at ~100 M cells, throughput", r"--jobs 2 over --jobs 1 at "
-     r"[\d,]+ cells: ([\d.]+x)", "{}"),
+    (
+        "`--jobs 2` over `--jobs 1` at ~100 M cells, throughput",
+        r"--jobs 2 over --jobs 1 at "
+        r"[\d,]+ cells: ([\d.]+x)",
+        "{}",
+    ),
     ("`infersize bench`: a sweep end to end", r"= ([\d,]+) cells/s\n", "{} cells/s"),
-    ("`infersize capacity` with an SLA and a target rate (2,000 requests each arm), one core",
-     r"\| `infersize capacity` \(README example, K 2\), one core \| ([\d.]+ s) \|", "{}"),
-    ("a capacity sweep of ≥ 10,000 rows, `--jobs 2` (share simulated)",
-     r"capacity rows: ([\d,]+) \([\d,]+ answered by the simulator, (\d+%)\).*?\n--jobs 2: "
-     r"([\d.]+ s)", "{2}: {0} rows, {1} simulated"),
-    ("capacity sweep, `--jobs 2` over two `--jobs 1` runs at once, throughput",
-     r"over two --jobs 1 runs, throughput: ([\d.]+x)", "{}"),
-]  # fmt: skip
+    (
+        "`infersize capacity` with an SLA and a target rate (2,000 requests each arm), one core",
+        r"\| `infersize capacity` \(README example, K 2\), one core \| ([\d.]+ s) \|",
+        "{}",
+    ),
+    (
+        "a capacity sweep of ≥ 10,000 rows, `--jobs 2` (share simulated)",
+        r"capacity rows: ([\d,]+) \([\d,]+ answered by the simulator, (\d+%)\).*?\n--jobs 2: "
+        r"([\d.]+ s)",
+        "{2}: {0} rows, {1} simulated",
+    ),
+    (
+        "capacity sweep, `--jobs 2` over two `--jobs 1` runs at once, throughput",
+        r"over two --jobs 1 runs, throughput: ([\d.]+x)",
+        "{}",
+    ),
+]
 
 
 def summary(runs: list[Run]) -> str:
@@ -117,9 +139,13 @@ def recorded(text: str) -> tuple[list[Run], str]:
     when = re.search(r"- date: (.+)", text)
     runs = [
         Run(m.group(1), m.group(4), float(m.group(2)), float(m.group(3)))
-        for m in re.finditer(r"## `(.+?)`\n\nLoad average ([\d.]+) before, ([\d.]+) after\."
-                             r"\n\n```text\n(.*?)\n```", text, re.S)
-    ]  # fmt: skip
+        for m in re.finditer(
+            r"## `(.+?)`\n\nLoad average ([\d.]+) before, ([\d.]+) after\."
+            r"\n\n```text\n(.*?)\n```",
+            text,
+            re.S,
+        )
+    ]
     return runs, when.group(1) if when else ""
 
 
@@ -143,8 +169,9 @@ def main() -> None:
         when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         runs = [run(command) for command in commands(args.repeat)]
     DOC.write_text(page(runs, when), encoding="utf-8")
-    README.write_text(replace_summary(README.read_text(encoding="utf-8"), summary(runs)),
-                      encoding="utf-8")  # fmt: skip
+    README.write_text(
+        replace_summary(README.read_text(encoding="utf-8"), summary(runs)), encoding="utf-8"
+    )
     print(f"wrote {DOC.relative_to(ROOT)} and the README's speed summary")
 
 

@@ -30,8 +30,20 @@ DATA = ROOT / "tests" / "data" / "serving_measurements.csv"
 DOCS = (ROOT / "docs" / "capacity.md", ROOT / "docs" / "calibration.md")
 START, END = "<!-- serving-calibration:start -->\n", "<!-- serving-calibration:end -->\n"
 # the columns that say what was served: rows that share them share one simulation
-SETUP = ("model", "precision", "kv_dtype", "gpu", "tp", "engine", "gpu_memory_utilization",
-         "input_tokens", "output_tokens", "load_kind", "load", "requests")  # fmt: skip
+SETUP = (
+    "model",
+    "precision",
+    "kv_dtype",
+    "gpu",
+    "tp",
+    "engine",
+    "gpu_memory_utilization",
+    "input_tokens",
+    "output_tokens",
+    "load_kind",
+    "load",
+    "requests",
+)
 KINDS = {  # kind: (metric, statistic, factor to the row's units); metric None: a throughput
     "ttft_mean_ms": ("ttft", "mean", 1e3),
     "ttft_p50_ms": ("ttft", "p50", 1e3),
@@ -56,18 +68,24 @@ def capacity_request(row: dict[str, str]) -> CapacityRequest:
     utilization = float(row["gpu_memory_utilization"]) if row["gpu_memory_utilization"] else None
     closed = row["load_kind"] == "concurrency"
     deployment = DeploymentRequest(
-        target=row["model"], gpu=row["gpu"], target_quant=row["precision"],
-        kv_dtype=row["kv_dtype"], tp=int(row["tp"]),
-    )  # fmt: skip
+        target=row["model"],
+        gpu=row["gpu"],
+        target_quant=row["precision"],
+        kv_dtype=row["kv_dtype"],
+        tp=int(row["tp"]),
+    )
     spec = SpecRequest(
-        deployment=deployment, context_length=inputs + outputs,
+        deployment=deployment,
+        context_length=inputs + outputs,
         engine=EngineSettings(engine=row["engine"], gpu_memory_utilization=utilization),
-    )  # fmt: skip
+    )
     traffic = Traffic(
-        input_tokens=(inputs,), output_tokens=(outputs,),
+        input_tokens=(inputs,),
+        output_tokens=(outputs,),
         concurrency=int(row["load"]) if closed else None,
-        request_rate=None if closed else float(row["load"]), requests=int(row["requests"]),
-    )  # fmt: skip
+        request_rate=None if closed else float(row["load"]),
+        requests=int(row["requests"]),
+    )
     return CapacityRequest(spec=spec, traffic=traffic)
 
 

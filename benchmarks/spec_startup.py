@@ -16,9 +16,25 @@ import tempfile
 import time
 from pathlib import Path
 
-SEED = ["spec", "--target", "qwen2.5-7b", "--target-quant", "fp16", "--draft", "qwen2.5-0.5b",
-        "--draft-quant", "int4", "--gpu", "a100", "--context-length", "4096",
-        "--acceptance-rate", "0.72", "--draft-k", "4"]  # fmt: skip
+SEED = [
+    "spec",
+    "--target",
+    "qwen2.5-7b",
+    "--target-quant",
+    "fp16",
+    "--draft",
+    "qwen2.5-0.5b",
+    "--draft-quant",
+    "int4",
+    "--gpu",
+    "a100",
+    "--context-length",
+    "4096",
+    "--acceptance-rate",
+    "0.72",
+    "--draft-k",
+    "4",
+]
 
 
 def bare_app(path: Path) -> None:
@@ -38,13 +54,24 @@ def bare_app(path: Path) -> None:
         default = "False" if p.is_flag else "None"
         annotation = kind if p.is_flag else f"{kind} | None"
         params.append(f"    {p.name}: {annotation} = typer.Option({default}, {flags}),")
-    source = "\n".join([
-        "import json", "import numpy", "import rich.console", "import typer",
-        "app = typer.Typer()", "@app.command()", "def spec(", *params, "):",
-        "    rich.console.Console()",
-        "    print(json.dumps({'target': target, 'k': int(numpy.int64(draft_k or 4))}))",
-        "@app.command()", "def other() -> None: ...", "app()",
-    ])  # fmt: skip
+    source = "\n".join(
+        [
+            "import json",
+            "import numpy",
+            "import rich.console",
+            "import typer",
+            "app = typer.Typer()",
+            "@app.command()",
+            "def spec(",
+            *params,
+            "):",
+            "    rich.console.Console()",
+            "    print(json.dumps({'target': target, 'k': int(numpy.int64(draft_k or 4))}))",
+            "@app.command()",
+            "def other() -> None: ...",
+            "app()",
+        ]
+    )
     path.write_text(source + "\n")
 
 
@@ -72,8 +99,10 @@ def main() -> None:
         bare_app(bare)
         floor = median_wall([sys.executable, str(bare), *SEED], runs)
         spec = median_wall([exe, *SEED], runs)
-    for label, (median, low, high) in (("infersize spec (seed example)", spec),
-                                       ("bare Typer app, same options", floor)):  # fmt: skip
+    for label, (median, low, high) in (
+        ("infersize spec (seed example)", spec),
+        ("bare Typer app, same options", floor),
+    ):
         print(f"{label}, {runs} runs: median {median:.3f} s, min {low:.3f} s, max {high:.3f} s")
     print(f"spec / bare Typer: {spec[0] / floor[0]:.2f}x")
 

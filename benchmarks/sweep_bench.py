@@ -75,8 +75,20 @@ def timed_process(argv: list[str]) -> tuple[float, int]:
 def sweep_argv(sweep: Path, out: Path, jobs: int, *extra: str) -> list[str]:
     """The installed command running `sweep` into `out`, quietly, whatever its size."""
     exe = shutil.which("infersize") or "infersize"
-    return [exe, "sweep", "run", str(sweep), "--out", str(out), "--jobs", str(jobs), "-q",
-            "--max-cells", "2000000000", *extra]  # fmt: skip
+    return [
+        exe,
+        "sweep",
+        "run",
+        str(sweep),
+        "--out",
+        str(out),
+        "--jobs",
+        str(jobs),
+        "-q",
+        "--max-cells",
+        "2000000000",
+        *extra,
+    ]
 
 
 def run_once(sweep: Path, out: Path, jobs: int, *extra: str) -> tuple[float, int, float]:
@@ -191,8 +203,20 @@ def bigger(sweep: Path, tmp: Path) -> Path:
     """The same fleet with 12 contexts, 12 batch sizes and K up to 16 (about 100 M cells)."""
     config = yaml.safe_load(sweep.read_text())
     config["name"] = f"{config.get('name', 'sweep')}-big"
-    config["context_lengths"] = [512, 1024, 2048, 4096, 8192, 12288, 16384, 24576, 32768,
-                                 65536, 98304, 131072]  # fmt: skip
+    config["context_lengths"] = [
+        512,
+        1024,
+        2048,
+        4096,
+        8192,
+        12288,
+        16384,
+        24576,
+        32768,
+        65536,
+        98304,
+        131072,
+    ]
     config["batch_sizes"] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128]
     config["draft_k"] = {"start": 1, "stop": 16, "step": 1}
     path = tmp / "big.yaml"
@@ -207,15 +231,19 @@ def fleet_figures(sweep: Path, tmp: Path, repeat: int) -> None:
     for jobs in (1, 2):
         wall, peak, scoring, done = summary(fleet[jobs])
         runs[jobs] = wall
-        print(f"{sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
-              f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+        print(
+            f"{sweep.name} --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+            f"{scoring:.2f} s), peak tree RSS {peak / 2**30:.2f} GiB"
+        )
     if importlib.util.find_spec("distributed") is not None:
         dask = []
         for _ in range(repeat):
             dask.append(run_once(sweep, tmp / "dask", 1, "--backend", "dask"))
             shutil.rmtree(tmp / "dask")
-        print(f"{sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
-              f"median {statistics.median(d[0] for d in dask):.2f} s")  # fmt: skip
+        print(
+            f"{sweep.name} --backend dask (a LocalCluster of 2 started for the run): "
+            f"median {statistics.median(d[0] for d in dask):.2f} s"
+        )
     parts = floor(sweep, done, tmp, repeat)
     total = sum(parts.values())
     print(
@@ -224,10 +252,13 @@ def fleet_figures(sweep: Path, tmp: Path, repeat: int) -> None:
         + f" = {total:.2f} s; the sweep is {min(runs.values()) / total:.2f}x its floor"
     )
     report = median_of(
-        lambda: subprocess.run(["infersize", "report", str(done), "--out",
-                                str(tmp / "r.html")], check=True, stdout=subprocess.DEVNULL),
+        lambda: subprocess.run(
+            ["infersize", "report", str(done), "--out", str(tmp / "r.html")],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        ),
         repeat,
-    )  # fmt: skip
+    )
     print(f"infersize report on it: median {report:.2f} s")
 
 
@@ -240,23 +271,31 @@ def big_figures(sweep: Path, tmp: Path, repeat: int) -> None:
         wall, peak, scoring, out = summary(runs[jobs])
         cells = json.loads((out / "manifest.json").read_text())["cells"]
         walls = ", ".join(f"{run[0]:.2f}" for run in runs[jobs])
-        print(f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s (scoring and writing "
-              f"{scoring:.2f} s; rounds {walls}), "
-              f"peak tree RSS {peak / 2**30:.2f} GiB")  # fmt: skip
+        print(
+            f"{cells:,} cells --jobs {jobs}: median {wall:.2f} s (scoring and writing "
+            f"{scoring:.2f} s; rounds {walls}), "
+            f"peak tree RSS {peak / 2**30:.2f} GiB"
+        )
     shown = ", ".join(f"{r:.2f}" for r in ratios)
-    print(f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
-          f"faster (median of {len(ratios)} rounds run back to back: {shown})")  # fmt: skip
+    print(
+        f"--jobs 2 over --jobs 1 at {cells:,} cells: {statistics.median(ratios):.2f}x "
+        f"faster (median of {len(ratios)} rounds run back to back: {shown})"
+    )
     two_cores = [2 * run[0] / pair for run, pair in zip(runs[1], ceiling, strict=True)]
     shown = ", ".join(f"{r:.2f}" for r in two_cores)
-    print(f"two --jobs 1 runs at once, the most two cores of this machine give: "
-          f"{statistics.median(two_cores):.2f}x the throughput of one (rounds: {shown}); "
-          f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(two_cores):.0%} "
-          "of it")  # fmt: skip
+    print(
+        f"two --jobs 1 runs at once, the most two cores of this machine give: "
+        f"{statistics.median(two_cores):.2f}x the throughput of one (rounds: {shown}); "
+        f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(two_cores):.0%} "
+        "of it"
+    )
     fastest = {jobs: min(run[0] for run in runs[jobs]) for jobs in (1, 2)}
-    print(f"the fastest round of each, the least disturbed by the machine's other load: "
-          f"--jobs 1 {fastest[1]:.2f} s, --jobs 2 {fastest[2]:.2f} s, "
-          f"{fastest[1] / fastest[2]:.2f}x; two --jobs 1 at once {min(ceiling):.2f} s, "
-          f"{2 * fastest[1] / min(ceiling):.2f}x")  # fmt: skip
+    print(
+        f"the fastest round of each, the least disturbed by the machine's other load: "
+        f"--jobs 1 {fastest[1]:.2f} s, --jobs 2 {fastest[2]:.2f} s, "
+        f"{fastest[1] / fastest[2]:.2f}x; two --jobs 1 at once {min(ceiling):.2f} s, "
+        f"{2 * fastest[1] / min(ceiling):.2f}x"
+    )
 
 
 def main() -> None:

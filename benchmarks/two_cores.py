@@ -113,10 +113,12 @@ def main() -> None:
                 cores.append(cpu / wall)
                 pair.append(in_processes(phase, big, 2)[0])
             a, p = statistics.median(alone), statistics.median(pair)
-            print(f"{phase}: alone {a:.2f} s on {statistics.median(cores):.2f} cores, two at "
-                  f"once {p:.2f} s ({p / a - 1:+.0%}; rounds alone "
-                  f"{', '.join(f'{x:.2f}' for x in alone)}, "
-                  f"two {', '.join(f'{x:.2f}' for x in pair)})")  # fmt: skip
+            print(
+                f"{phase}: alone {a:.2f} s on {statistics.median(cores):.2f} cores, two at "
+                f"once {p:.2f} s ({p / a - 1:+.0%}; rounds alone "
+                f"{', '.join(f'{x:.2f}' for x in alone)}, "
+                f"two {', '.join(f'{x:.2f}' for x in pair)})"
+            )
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 

@@ -14,19 +14,54 @@ ROOT = Path(__file__).resolve().parent.parent
 FLEET_SLICE = ["--context-length", "8192", "--batch-size", "1"]
 # the README's worked example of `infersize capacity`
 CAPACITY_EXAMPLE = [
-    "capacity", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b",
-    "--gpu", "h100", "--tp", "2", "--engine", "vllm", "--input-tokens", "1024",
-    "--output-tokens", "256", "--request-rate", "2", "--sla", "ttft:p99<=2000ms;tpot:p99<=50ms",
-    "--target-request-rate", "20", "--draft-k", "auto",
-]  # fmt: skip
+    "capacity",
+    "--target",
+    "llama-3.1-70b",
+    "--target-quant",
+    "fp8",
+    "--draft",
+    "llama-3.2-1b",
+    "--gpu",
+    "h100",
+    "--tp",
+    "2",
+    "--engine",
+    "vllm",
+    "--input-tokens",
+    "1024",
+    "--output-tokens",
+    "256",
+    "--request-rate",
+    "2",
+    "--sla",
+    "ttft:p99<=2000ms;tpot:p99<=50ms",
+    "--target-request-rate",
+    "20",
+    "--draft-k",
+    "auto",
+]
 
 
 # the README's worked example of `infersize schedule`
 SCHEDULE_EXAMPLE = [
-    "schedule", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b",
-    "--gpu", "h100", "--tp", "2", "--engine", "trtllm", "--input-tokens", "768",
-    "--output-tokens", "512",
-]  # fmt: skip
+    "schedule",
+    "--target",
+    "llama-3.1-70b",
+    "--target-quant",
+    "fp8",
+    "--draft",
+    "llama-3.2-1b",
+    "--gpu",
+    "h100",
+    "--tp",
+    "2",
+    "--engine",
+    "trtllm",
+    "--input-tokens",
+    "768",
+    "--output-tokens",
+    "512",
+]
 
 
 # the README's fleet figure: sweeps/capacity.yaml's chat workload at its interactive SLA
@@ -101,10 +136,20 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
             str(out_dir / "methods_h100.png"),
         ],
     )
-    yield "spec_k_curve.png", [
-        "spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100",
-        "--plot", str(out_dir / "spec_k_curve.png"),
-    ]  # fmt: skip
+    yield (
+        "spec_k_curve.png",
+        [
+            "spec",
+            "--target",
+            "qwen2.5-7b",
+            "--draft",
+            "qwen2.5-0.5b",
+            "--gpu",
+            "a100",
+            "--plot",
+            str(out_dir / "spec_k_curve.png"),
+        ],
+    )
     yield (
         "capacity_70b_h100.png",
         [*CAPACITY_EXAMPLE, "--plot", str(out_dir / "capacity_70b_h100.png")],
@@ -113,10 +158,17 @@ def figure_commands(sweep_out: Path, out_dir: Path) -> Iterator[tuple[str, list[
         "schedule_70b_h100.png",
         [*SCHEDULE_EXAMPLE, "--plot", str(out_dir / "schedule_70b_h100.png")],
     )
-    yield "fleet_capacity.png", [
-        "plot", "capacity", str(sweep_out.parent / "capacity"), *FLEET_CAPACITY,
-        "--out", str(out_dir / "fleet_capacity.png"),
-    ]  # fmt: skip
+    yield (
+        "fleet_capacity.png",
+        [
+            "plot",
+            "capacity",
+            str(sweep_out.parent / "capacity"),
+            *FLEET_CAPACITY,
+            "--out",
+            str(out_dir / "fleet_capacity.png"),
+        ],
+    )
 
 
 def render(out_dir: Path, sweep_file: Path, capacity_file: Path = CAPACITY_SWEEP) -> list[Path]:
@@ -132,8 +184,10 @@ def render(out_dir: Path, sweep_file: Path, capacity_file: Path = CAPACITY_SWEEP
         )
         if result.exit_code:
             raise SystemExit(result.output)
-        for name, path in (("methods", ROOT / "sweeps" / "methods.yaml"),
-                           ("capacity", capacity_file)):  # fmt: skip
+        for name, path in (
+            ("methods", ROOT / "sweeps" / "methods.yaml"),
+            ("capacity", capacity_file),
+        ):
             run = ["sweep", "run", str(path), "--out", str(sweep_out.parent / name), "-q"]
             result = runner.invoke(app, run)
             if result.exit_code:

@@ -17,7 +17,7 @@ from infersize.service.acceptance import pair_acceptance
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import run_sweep
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 CATALOG = load_catalog()
 FITTED = CATALOG.prior_rows

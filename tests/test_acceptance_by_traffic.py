@@ -180,9 +180,19 @@ def test_a_head_with_figures_on_several_kinds_takes_the_kinds(runner):
     assert "(none on qa traffic: every kind's)" in qa.detail
     result = runner.invoke(
         app,
-        ["spec", "--target", "llama-3.1-8b", "--method", "eagle3", "--gpu", "h100",
-         "--workload-kind", "code", "--json"],
-    )  # fmt: skip
+        [
+            "spec",
+            "--target",
+            "llama-3.1-8b",
+            "--method",
+            "eagle3",
+            "--gpu",
+            "h100",
+            "--workload-kind",
+            "code",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["acceptance_rate"] == pytest.approx(by_kind["code"])
 

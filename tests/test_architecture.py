@@ -21,7 +21,7 @@ from infersize.core.speedup import SPEEDUP_MODELS, SpeedupModel, StepTimes, regi
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "infersize"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -67,8 +67,12 @@ def _private_imports(tree: ast.AST) -> list[str]:
 
 def test_the_private_import_check_finds_one():
     tree = ast.parse("from typer._coercion import x\nimport click._compat\nfrom typer import _y")
-    assert _private_imports(tree) == ["typer._coercion", "typer._coercion.x", "click._compat",
-                                      "typer._y"]  # fmt: skip
+    assert _private_imports(tree) == [
+        "typer._coercion",
+        "typer._coercion.x",
+        "click._compat",
+        "typer._y",
+    ]
     assert _private_imports(ast.parse("from typer.core import TyperGroup\nimport os.path")) == []
 
 
@@ -79,8 +83,9 @@ def test_no_module_imports_a_private_module_of_another_package(path):
     assert _private_imports(ast.parse(path.read_text())) == []
 
 
-LIBRARY = [p for p in SOURCES if p.relative_to(PACKAGE).parts[0] in
-           ("core", "catalog", "service", "sweep")]  # fmt: skip
+LIBRARY = [
+    p for p in SOURCES if p.relative_to(PACKAGE).parts[0] in ("core", "catalog", "service", "sweep")
+]
 
 
 def _raised_text(tree: ast.AST) -> list[str]:
@@ -195,10 +200,12 @@ def toy_engine():
     """A made-up engine preset: the sum of the parts, with 2 GiB of runtime overhead."""
     register_engine(
         Engine(
-            name="toy", description="a made-up engine for the test", overhead_gib=2.0,
+            name="toy",
+            description="a made-up engine for the test",
+            overhead_gib=2.0,
             tp_overhead_gib=0.0,
         )
-    )  # fmt: skip
+    )
     yield ENGINES["toy"]
     del ENGINES["toy"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from infersize.cli import app
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 GOOD_SWEEP = """\
 targets: [qwen2.5-7b]

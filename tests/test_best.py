@@ -59,9 +59,11 @@ def test_top_3_returns_ranks_1_to_3_in_every_scenario(runner, pairs_run):
 
 def test_each_pair_keeps_its_own_alpha_within_a_scenario(pairs_run):
     best = pl.read_parquet(pairs_run / "best_pairs.parquet")
-    own = {("llama-3.1-70b", "llama-3.2-1b"): [0.6, 0.7, 0.8],
-           ("llama-3.1-70b", "llama-3.2-3b"): [0.65, 0.75, 0.85],
-           ("llama-3.1-8b", "llama-3.2-1b"): [0.55, 0.62, 0.71]}  # fmt: skip
+    own = {
+        ("llama-3.1-70b", "llama-3.2-1b"): [0.6, 0.7, 0.8],
+        ("llama-3.1-70b", "llama-3.2-3b"): [0.65, 0.75, 0.85],
+        ("llama-3.1-8b", "llama-3.2-1b"): [0.55, 0.62, 0.71],
+    }
     for row in best.iter_rows(named=True):
         assert (
             row["acceptance_rate"] == own[(row["target"], row["draft"])][row["acceptance_scenario"]]
@@ -88,8 +90,16 @@ def test_alpha_is_refused_when_pairs_have_their_own(runner, pairs_run):
 def test_filters(runner, pairs_run):
     rows = best_json(runner, pairs_run, "--gpu", "a100", "--tp", "2", "--top", "3")["rows"]
     assert rows and {r["tp"] for r in rows} == {2} and {r["gpu"] for r in rows} == {"a100-80gb-sxm"}
-    rows = best_json(runner, pairs_run, "--target-quant", "int4", "--context-length", "16384",
-                     "--batch-size", "8")["rows"]  # fmt: skip
+    rows = best_json(
+        runner,
+        pairs_run,
+        "--target-quant",
+        "int4",
+        "--context-length",
+        "16384",
+        "--batch-size",
+        "8",
+    )["rows"]
     assert rows and all(
         r["target_quant"] == "int4" and r["context_length"] == 16384 and r["batch_size"] == 8
         for r in rows

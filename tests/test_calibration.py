@@ -36,8 +36,14 @@ from infersize.service.calibration import (
 ROWS = load_measurements(Path(__file__).parent / "data" / "measurements.csv")
 BOUNDED = [r for r in ROWS if r["bounded"] == "yes" and r["kind"] != "leviathan_expected"]
 LEVIATHAN = [r for r in ROWS if r["kind"] == "leviathan_expected"]
-POOL_BOUND = {"dense": 0.03, "moe": 0.05, "sliding-multimodal": 0.05, "multimodal": 0.05,
-              "draft": 0.10, "": 0.03}  # fmt: skip
+POOL_BOUND = {
+    "dense": 0.03,
+    "moe": 0.05,
+    "sliding-multimodal": 0.05,
+    "multimodal": 0.05,
+    "draft": 0.10,
+    "": 0.03,
+}
 MISSES = "out of sample it misses its bound: "
 
 
@@ -112,10 +118,17 @@ def test_the_split_rule_on_a_made_up_group():
     """Sources c (2 rows, listed first), a (3) and b (2): a alone holds under half of the 7
     rows; of the two sources tied at 2 rows, c is listed first, and a with c hold 5."""
     rows = [
-        {"id": f"{s}{i}", "source": f"https://{s}.example/x", "engine": "plain",
-         "kind": "decode_tokens_per_s", "bounded": "yes", "batch_size": "1"}
-        for s, n in (("c", 2), ("a", 3), ("b", 2)) for i in range(n)
-    ]  # fmt: skip
+        {
+            "id": f"{s}{i}",
+            "source": f"https://{s}.example/x",
+            "engine": "plain",
+            "kind": "decode_tokens_per_s",
+            "bounded": "yes",
+            "batch_size": "1",
+        }
+        for s, n in (("c", 2), ("a", 3), ("b", 2))
+        for i in range(n)
+    ]
     splits = expected_splits(rows)
     assert {i for i, s in splits.items() if s == "fit"} == {"a0", "a1", "a2", "c0", "c1"}
 

@@ -12,15 +12,35 @@ import pytest
 from infersize.cli import app
 
 BASE = [
-    "capacity", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100",
-    "--engine", "vllm", "--acceptance-rate", "0.7", "--draft-k", "3", "--requests", "300",
-]  # fmt: skip
+    "capacity",
+    "--target",
+    "llama-3.1-8b",
+    "--draft",
+    "llama-3.2-1b",
+    "--gpu",
+    "h100",
+    "--engine",
+    "vllm",
+    "--acceptance-rate",
+    "0.7",
+    "--draft-k",
+    "3",
+    "--requests",
+    "300",
+]
 LOAD = ["--input-tokens", "512", "--output-tokens", "128", "--request-rate", "2"]
 SLA = ["--sla", "ttft:p99<=2000ms;tpot:p99<=20ms", "--target-request-rate", "40"]
 ARM_KEYS = (
-    "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s", "output_tokens_per_s", "requests_per_s",
-    "mean_running_sequences", "preemptions", "draft_k",
-)  # fmt: skip
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_latency_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "mean_running_sequences",
+    "preemptions",
+    "draft_k",
+)
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 
 
@@ -98,11 +118,32 @@ def test_a_draft_that_leaves_no_kv_room_at_any_k_is_plain_decoding(runner):
     """Llama-3.3-70B in FP8 (about 70 GB of weights) on one 80 GB A100 keeps a small KV pool;
     its EAGLE-3 head's weights and KV leave none at any K: auto answers K = 0 and says why."""
     args = [
-        "capacity", "--target", "llama-3.3-70b", "--target-quant", "fp8", "--method", "eagle3",
-        "--gpu", "a100", "--engine", "vllm", "--input-tokens", "1024", "--output-tokens", "256",
-        "--request-rate", "0.1", "--sla", "ttft:p99<=5s;tpot:p99<=100ms", "--draft-k", "auto",
-        "--max-k", "3", "--requests", "100",
-    ]  # fmt: skip
+        "capacity",
+        "--target",
+        "llama-3.3-70b",
+        "--target-quant",
+        "fp8",
+        "--method",
+        "eagle3",
+        "--gpu",
+        "a100",
+        "--engine",
+        "vllm",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "256",
+        "--request-rate",
+        "0.1",
+        "--sla",
+        "ttft:p99<=5s;tpot:p99<=100ms",
+        "--draft-k",
+        "auto",
+        "--max-k",
+        "3",
+        "--requests",
+        "100",
+    ]
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -121,14 +162,17 @@ def _trace(tmp_path, kind):
     inputs, outputs = [300, 700, 512], [64, 200, 128]
     path = tmp_path / f"trace.{kind}"
     if kind == "csv":
-        path.write_text("input_tokens,output_tokens,source\n" + "".join(
-            f"{i},{o},x\n" for i, o in zip(inputs, outputs, strict=True)
-        ))  # fmt: skip
+        path.write_text(
+            "input_tokens,output_tokens,source\n"
+            + "".join(f"{i},{o},x\n" for i, o in zip(inputs, outputs, strict=True))
+        )
     elif kind == "jsonl":
-        path.write_text("".join(
-            json.dumps({"input_tokens": i, "output_tokens": o}) + "\n"
-            for i, o in zip(inputs, outputs, strict=True)
-        ))  # fmt: skip
+        path.write_text(
+            "".join(
+                json.dumps({"input_tokens": i, "output_tokens": o}) + "\n"
+                for i, o in zip(inputs, outputs, strict=True)
+            )
+        )
     else:
         pq.write_table(pa.table({"input_tokens": inputs, "output_tokens": outputs}), path)
     return path
@@ -219,8 +263,16 @@ MISTAKES = [
 def test_mistakes_are_one_line_and_exit_2(runner, extra, message):
     args = [*BASE, *LOAD, *extra]
     if "--concurrency" in extra:
-        args = [*BASE, "--input-tokens", "512", "--output-tokens", "128", "--request-rate", "2",
-                *extra]  # fmt: skip
+        args = [
+            *BASE,
+            "--input-tokens",
+            "512",
+            "--output-tokens",
+            "128",
+            "--request-rate",
+            "2",
+            *extra,
+        ]
     if "--acceptance-length" in extra:
         args = [a if a != "3" else "auto" for a in args]
     result = runner.invoke(app, args)
@@ -277,8 +329,9 @@ def test_a_bad_lengths_file_is_one_line(runner, tmp_path, content, message):
 
 
 def test_output_tokens_zero_and_missing_lengths(runner):
-    zero = runner.invoke(app, [*BASE, "--input-tokens", "5", "--output-tokens", "0",
-                               "--request-rate", "1"])  # fmt: skip
+    zero = runner.invoke(
+        app, [*BASE, "--input-tokens", "5", "--output-tokens", "0", "--request-rate", "1"]
+    )
     assert zero.exit_code == 2
     assert zero.stderr == "error: --output-tokens must be at least 1, got 0\n"
     none = runner.invoke(app, [*BASE, "--request-rate", "1"])

@@ -41,15 +41,20 @@ def readme_request(seed: int) -> CapacityRequest:
     return CapacityRequest(
         spec=SpecRequest(
             deployment=DeploymentRequest(
-                target="llama-3.1-70b", target_quant="fp8", draft="llama-3.2-1b", gpu="h100",
+                target="llama-3.1-70b",
+                target_quant="fp8",
+                draft="llama-3.2-1b",
+                gpu="h100",
                 tp=2,
             ),
-            engine=EngineSettings(engine="vllm"), draft_k=2, context_length=1280,
+            engine=EngineSettings(engine="vllm"),
+            draft_k=2,
+            context_length=1280,
         ),
-        traffic=Traffic(input_tokens=(1024,), output_tokens=(256,), request_rate=2.0,
-                        seed=seed),
-        sla=parse_sla("ttft:p99<=2000ms;tpot:p99<=50ms"), target_request_rate=20.0,
-    )  # fmt: skip
+        traffic=Traffic(input_tokens=(1024,), output_tokens=(256,), request_rate=2.0, seed=seed),
+        sla=parse_sla("ttft:p99<=2000ms;tpot:p99<=50ms"),
+        target_request_rate=20.0,
+    )
 
 
 def test_the_interval_holds_other_seeds_answers(catalog):

@@ -22,13 +22,16 @@ def request(target="llama-3.1-8b", gpu="l4", tp=1, **given) -> CapacityRequest:
     values = {
         "spec": SpecRequest(
             deployment=DeploymentRequest(target=target, draft="llama-3.2-1b", gpu=gpu, tp=tp),
-            engine=EngineSettings(engine="vllm"), acceptance_rate=0.7, draft_k=3,
+            engine=EngineSettings(engine="vllm"),
+            acceptance_rate=0.7,
+            draft_k=3,
             context_length=1280,
         ),
         "traffic": Traffic(input_tokens=(1024,), output_tokens=(256,), requests=400, seed=1),
-        "sla": parse_sla("ttft:p99<=2000ms;tpot:p99<=60ms"), "target_request_rate": 20.0,
+        "sla": parse_sla("ttft:p99<=2000ms;tpot:p99<=60ms"),
+        "target_request_rate": 20.0,
         "replications": 2,
-    } | given  # fmt: skip
+    } | given
     return CapacityRequest(**values)
 
 
@@ -61,11 +64,31 @@ def test_a_target_rate_alone_is_measured_at_each_replicas_share(catalog):
 
 def test_a_target_rate_alone_from_the_command_line(runner):
     args = [
-        "capacity", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100",
-        "--acceptance-rate", "0.7", "--draft-k", "3", "--input-tokens", "1024",
-        "--output-tokens", "256", "--requests", "400", "--replications", "2",
-        "--sla", "ttft:p99<=2000ms;tpot:p99<=60ms", "--target-request-rate", "20", "--json",
-    ]  # fmt: skip
+        "capacity",
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--acceptance-rate",
+        "0.7",
+        "--draft-k",
+        "3",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "256",
+        "--requests",
+        "400",
+        "--replications",
+        "2",
+        "--sla",
+        "ttft:p99<=2000ms;tpot:p99<=60ms",
+        "--target-request-rate",
+        "20",
+        "--json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -87,9 +110,18 @@ def test_a_target_rate_alone_from_the_command_line(runner):
 
 def test_no_load_at_all_is_one_line_and_exit_2(runner):
     args = [
-        "capacity", "--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100",
-        "--input-tokens", "1024", "--output-tokens", "256",
-    ]  # fmt: skip
+        "capacity",
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "none",
+        "--gpu",
+        "h100",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "256",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert result.stderr == (
@@ -104,14 +136,18 @@ def test_a_deployment_near_its_floor_names_it_and_what_lifts_it(catalog):
     the answer says so, and that TP 8 lifts it."""
     req = CapacityRequest(
         spec=SpecRequest(
-            deployment=DeploymentRequest(target="llama-3.3-70b", target_quant="fp8",
-                                         draft="llama-3.2-1b", gpu="l40s", tp=4),
-            engine=EngineSettings(engine="vllm"), draft_k=2, context_length=1280,
+            deployment=DeploymentRequest(
+                target="llama-3.3-70b", target_quant="fp8", draft="llama-3.2-1b", gpu="l40s", tp=4
+            ),
+            engine=EngineSettings(engine="vllm"),
+            draft_k=2,
+            context_length=1280,
         ),
         traffic=Traffic(input_tokens=(1024,), output_tokens=(256,), requests=1000),
-        sla=parse_sla("ttft:p99<=1000ms;tpot:p99<=40ms"), target_request_rate=40.0,
+        sla=parse_sla("ttft:p99<=1000ms;tpot:p99<=40ms"),
+        target_request_rate=40.0,
         replications=2,
-    )  # fmt: skip
+    )
     answer = run_capacity(req, catalog)
     floor = answer.baseline.latency_floor
     assert floor is not None and floor.term == "tpot:p99<=40ms" and floor.share >= 0.7

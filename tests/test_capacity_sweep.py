@@ -19,34 +19,8 @@ from infersize.sweep.capacity_columns import CAPACITY_COLUMNS
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
+from tests.support.sweeps import SWEEP
 
-# Two GPU types, a separate draft and n-gram lookup, one workload, two SLAs, two fleet rates.
-# The draft's lowest α (0.1) is one where speculation cannot pay: its rows answer K = 0.
-SWEEP = """\
-name: fleet-test
-targets: [llama-3.1-8b]
-drafts: [llama-3.2-1b]
-methods: [draft, ngram]
-pairs:
-  - {target: llama-3.1-8b, draft: llama-3.2-1b, acceptance_rates: [0.1, 0.6, 0.8]}
-  - {target: llama-3.1-8b, draft: ngram, acceptance_rates: [0.3, 0.5, 0.6]}
-target_quants: [fp8]
-draft_quants: [bf16]
-gpus:
-  - {name: h100, tp: [1]}
-  - {name: l40s, tp: [1]}
-context_lengths: [4096]
-batch_sizes: [1]
-draft_k: {start: 1, stop: 4, step: 1}
-engine: vllm
-workloads:
-  - {name: chat, input_tokens: 512, output_tokens: 128}
-slas:
-  interactive: "ttft:p99<=1000ms;tpot:p99<=40ms"
-  relaxed: "ttft:p99<=5s;tpot:p99<=100ms"
-target_request_rates: [5, 40]
-capacity: {requests: 300, simulate_top: 1}
-"""
 TABLES = ("frontier", "best_pairs", "coverage", "capacity")
 
 
@@ -85,9 +59,13 @@ def test_the_capacity_table_has_a_row_per_case_and_rate_with_its_dictionary(flee
     simulated = int((pl.from_arrow(parquet)["capacity_source"] == "simulator").sum())
     assert manifest["rows"]["capacity"] == 48
     assert manifest["capacity"] == {
-        "rows": 48, "simulated_rows": simulated, "requests": 300, "seed": 0, "simulate_top": 1,
+        "rows": 48,
+        "simulated_rows": simulated,
+        "requests": 300,
+        "seed": 0,
+        "simulate_top": 1,
         "headroom": 1.0,
-    }  # fmt: skip
+    }
     assert 0 < simulated < 48  # the screen answered the rest
 
 
@@ -137,13 +115,38 @@ def _capacity_json(runner, row: dict, plan, *extra: str) -> dict:
     if row["draft_quant"] != "none":
         draft += ["--draft-quant", row["draft_quant"]]
     args = [
-        "capacity", "--target", row["target"], "--gpu", row["gpu"], "--tp", str(row["tp"]),
-        "--target-quant", row["target_quant"], "--kv-dtype", row["kv_dtype"], *draft,
-        "--engine", row["engine"], "--acceptance-rate", repr(row["acceptance_rate"]),
-        "--input-tokens", "512", "--output-tokens", "128", "--sla", row["sla_terms"],
-        "--requests", "300", "--seed", "0", "--max-k", str(max(plan.ks)),
-        "--allow-cross-tokenizer", "--json", *extra,
-    ]  # fmt: skip
+        "capacity",
+        "--target",
+        row["target"],
+        "--gpu",
+        row["gpu"],
+        "--tp",
+        str(row["tp"]),
+        "--target-quant",
+        row["target_quant"],
+        "--kv-dtype",
+        row["kv_dtype"],
+        *draft,
+        "--engine",
+        row["engine"],
+        "--acceptance-rate",
+        repr(row["acceptance_rate"]),
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "128",
+        "--sla",
+        row["sla_terms"],
+        "--requests",
+        "300",
+        "--seed",
+        "0",
+        "--max-k",
+        str(max(plan.ks)),
+        "--allow-cross-tokenizer",
+        "--json",
+        *extra,
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -157,9 +160,16 @@ def test_a_simulated_row_equals_infersize_capacity(fleet, table, runner):
     rows = table.filter((pl.col("capacity_source") == "simulator") & (pl.col("draft_k") > 0))
     row = rows.filter(pl.col("target_request_rate") == 40).row(0, named=True)
     answer = _capacity_json(
-        runner, row, plan, "--draft-k", "auto", "--request-rate", "5",
-        "--target-request-rate", "40",
-    )  # fmt: skip
+        runner,
+        row,
+        plan,
+        "--draft-k",
+        "auto",
+        "--request-rate",
+        "5",
+        "--target-request-rate",
+        "40",
+    )
     assert answer["speculative"]["draft_k"] == row["draft_k"]
     for arm in ("baseline", "speculative"):
         assert answer["max_request_rate"][arm] == row[f"max_request_rate_{arm}"]
@@ -234,10 +244,21 @@ def test_the_tables_are_the_same_bytes_on_a_dask_cluster(fleet, tmp_path, runner
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
-        result = runner.invoke(app, [
-            "sweep", "run", str(path), "--out", str(tmp_path / "dask"), "--backend", "dask",
-            "--scheduler", cluster.scheduler_address, "-q",
-        ])  # fmt: skip
+        result = runner.invoke(
+            app,
+            [
+                "sweep",
+                "run",
+                str(path),
+                "--out",
+                str(tmp_path / "dask"),
+                "--backend",
+                "dask",
+                "--scheduler",
+                cluster.scheduler_address,
+                "-q",
+            ],
+        )
     assert result.exit_code == 0, result.output
     for name in TABLES:
         file = f"{name}.parquet"

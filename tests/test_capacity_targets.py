@@ -16,33 +16,8 @@ from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
+from tests.support.sweeps import TWO_TARGETS
 
-# Two targets of different size with n-gram lookup on two GPU types: at 40 requests/s on the
-# L40S the 3B serves with speculation on one GPU and the 8B needs two, so an answer that took
-# the fewest GPUs over both targets would give the 3B's number for the 8B. The workload and SLA
-# are the README's names (tests/test_figures_overlap.py draws its fleet figure from this sweep).
-TWO_TARGETS = """\
-name: two-targets
-pairs:
-  - {target: llama-3.1-8b, draft: ngram, acceptance_rates: [0.6]}
-  - {target: llama-3.2-3b, draft: ngram, acceptance_rates: [0.6]}
-methods: [ngram]
-target_quants: [fp8]
-draft_quants: [fp16]
-gpus:
-  - {name: h100, tp: [1]}
-  - {name: l40s, tp: [1]}
-context_lengths: [4096]
-batch_sizes: [1]
-draft_k: {start: 1, stop: 3, step: 1}
-engine: vllm
-workloads:
-  - {name: chat, input_tokens: 512, output_tokens: 128}
-slas:
-  interactive: "ttft:p99<=1000ms;tpot:p99<=40ms"
-target_request_rates: [5, 40]
-capacity: {requests: 200, simulate_top: 1}
-"""
 TARGETS = ["llama-3.1-8b", "llama-3.2-3b"]
 ASK = ["--request-rate", "40", "--sla", "interactive"]
 
@@ -103,39 +78,60 @@ def test_best_json_adds_the_target_and_keeps_its_keys(runner, two_targets):
     for target in TARGETS:
         answer = _best(runner, two_targets, "--target", target)
         assert list(answer) == [
-            "request_rate", "sla", "workload", "target", "by", "acceptance_scenario", "rows",
+            "request_rate",
+            "sla",
+            "workload",
+            "target",
+            "by",
+            "acceptance_scenario",
+            "rows",
             "notes",
-        ]  # fmt: skip
+        ]
         assert answer["target"] == target
         assert [entry["gpu"] for entry in answer["rows"]] == ["h100-sxm", "l40s"]
         for entry in answer["rows"]:
             for arm, key in (("baseline", "plain"), ("speculative", "speculative")):
                 rows = table.filter((pl.col("target") == target) & (pl.col("gpu") == entry["gpu"]))
-                fewest = min(-(-40 // r) * tp for r, tp in zip(
-                    rows[f"max_request_rate_{arm}"], rows["tp"], strict=True))  # fmt: skip
+                fewest = min(
+                    -(-40 // r) * tp
+                    for r, tp in zip(rows[f"max_request_rate_{arm}"], rows["tp"], strict=True)
+                )
                 assert (entry[key]["target"], entry[key]["gpus"]) == (target, fewest)
-    l40s = [_best(runner, two_targets, "--target", t)["rows"][1]["speculative"]["gpus"]
-            for t in TARGETS]  # fmt: skip
+    l40s = [
+        _best(runner, two_targets, "--target", t)["rows"][1]["speculative"]["gpus"] for t in TARGETS
+    ]
     assert l40s == [2, 1]  # the sweep's point: the targets' answers differ
 
 
 @pytest.mark.parametrize(
     ("asked", "message"),
     [
-        ("llama-3.2-3c", "unknown target 'llama-3.2-3c': did you mean 'llama-3.2-3b', "
-                         "'llama-3.1-8b'?"),
-        ("qwen2.5-7b", "--target qwen2.5-7b is not in this sweep; it has llama-3.1-8b, "
-                       "llama-3.2-3b"),
+        (
+            "llama-3.2-3c",
+            "unknown target 'llama-3.2-3c': did you mean 'llama-3.2-3b', 'llama-3.1-8b'?",
+        ),
+        (
+            "qwen2.5-7b",
+            "--target qwen2.5-7b is not in this sweep; it has llama-3.1-8b, llama-3.2-3b",
+        ),
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("command", ["best", "plot"])
-def test_a_target_not_in_the_table_is_one_line(runner, two_targets, tmp_path, command, asked,
-                                               message):  # fmt: skip
+def test_a_target_not_in_the_table_is_one_line(
+    runner, two_targets, tmp_path, command, asked, message
+):
     args = {
         "best": ["best", str(two_targets), *ASK],
-        "plot": ["plot", "capacity", str(two_targets), "--sla", "interactive", "--out",
-                 str(tmp_path / "f.png")],
-    }[command]  # fmt: skip
+        "plot": [
+            "plot",
+            "capacity",
+            str(two_targets),
+            "--sla",
+            "interactive",
+            "--out",
+            str(tmp_path / "f.png"),
+        ],
+    }[command]
     result = runner.invoke(app, [*args, "--target", asked])
     assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
     assert not (tmp_path / "f.png").exists()
@@ -170,8 +166,10 @@ def _shown(fig) -> dict:
     for ax in fig.axes:
         if not ax.get_visible():
             continue
-        lines = [(line.get_color(), list(line.get_xdata()), list(line.get_ydata()))
-                 for line in ax.get_lines()]  # fmt: skip
+        lines = [
+            (line.get_color(), list(line.get_xdata()), list(line.get_ydata()))
+            for line in ax.get_lines()
+        ]
         at_40 = [ys[max(i for i, x in enumerate(xs) if x <= 40)] for _c, xs, ys in lines]
         colors = [color for color, _xs, _ys in lines]
         panels.append((ax.get_title(), colors, at_40))
@@ -201,10 +199,20 @@ def test_plot_capacity_draws_a_panel_per_target(runner, two_targets, tmp_path, d
         assert list(zip(colors, at_40, strict=True)) == expected
 
 
-def test_plot_capacity_target_draws_one_panel_titled_with_it(runner, two_targets, tmp_path,
-                                                             drawn):  # fmt: skip
-    args = ["plot", "capacity", str(two_targets), "--sla", "interactive", "--target",
-            "llama-3.2-3b", "--max-rate", "100", "--out", str(tmp_path / "fleet.svg")]  # fmt: skip
+def test_plot_capacity_target_draws_one_panel_titled_with_it(runner, two_targets, tmp_path, drawn):
+    args = [
+        "plot",
+        "capacity",
+        str(two_targets),
+        "--sla",
+        "interactive",
+        "--target",
+        "llama-3.2-3b",
+        "--max-rate",
+        "100",
+        "--out",
+        str(tmp_path / "fleet.svg"),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     (shown,) = drawn

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from infersize.cli import app
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 
 def run(runner, *args):
@@ -116,15 +116,30 @@ def test_vllm_engine_keys(runner):
 
 
 def test_vllm_engine_prints_the_pool_as_vllm_logs_it(runner):
-    args = ("spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100",
-            "--engine", "vllm")  # fmt: skip
+    args = (
+        "spec",
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "vllm",
+    )
     result = run(runner, *args)
     assert result.exit_code == 0, result.output
     text = result.stdout
-    for line in ("GPU KV cache size:", "Maximum concurrency:", "for 4,096 tokens per request",
-                 "activation peak (profiling 8192 tokens, 1024 sequences, ", "of it the drafter's)",
-                 "non-torch memory",
-                 "CUDA graphs (estimated before the pool)", "vLLM 0.33.0 rules"):  # fmt: skip
+    for line in (
+        "GPU KV cache size:",
+        "Maximum concurrency:",
+        "for 4,096 tokens per request",
+        "activation peak (profiling 8192 tokens, 1024 sequences, ",
+        "of it the drafter's)",
+        "non-torch memory",
+        "CUDA graphs (estimated before the pool)",
+        "vLLM 0.33.0 rules",
+    ):
         assert line in text, line
     data = json.loads(run(runner, *args, "--json").stdout)
     assert data["vllm_release"] == "0.33.0" and data["vllm_sampler"] == "triton"
@@ -135,8 +150,17 @@ def test_vllm_engine_prints_the_pool_as_vllm_logs_it(runner):
 
 
 def test_vllm_settings_are_checked(runner):
-    base = ("spec", "--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100", "--engine",
-            "vllm")  # fmt: skip
+    base = (
+        "spec",
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "none",
+        "--gpu",
+        "h100",
+        "--engine",
+        "vllm",
+    )
     result = run(runner, *base, "--vllm-sampler", "sorted")
     assert result.exit_code == 2
     assert result.stderr == (
@@ -155,8 +179,9 @@ def test_a_speculator_head_is_only_a_draft(runner):
     assert result.stderr == (
         "error: eagle-llama3.1-8b is a speculator head: give it as the draft of a llama-3.1 model\n"
     )
-    result = run(runner, "spec", "--target", "qwen3-8b", "--draft", "eagle-llama3.1-8b", "--gpu",
-                 "h100")  # fmt: skip
+    result = run(
+        runner, "spec", "--target", "qwen3-8b", "--draft", "eagle-llama3.1-8b", "--gpu", "h100"
+    )
     assert result.exit_code == 2
     assert "does not fit qwen3-8b (hidden 4096, vocabulary 151936)" in result.stderr
 
@@ -391,9 +416,26 @@ def test_default_speedup_model_is_batch_aware(runner):
     Llama-3.1-70B TP2 + Llama-3.2-1B on H100 at batch 64: the batch-1 theorem overstates the
     gain that verification at batch 64 leaves (vLLM reports speculation turning slower than
     plain decoding from batch 128 for this pair; docs/reference/measurements.md)."""
-    base = ["spec", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft",
-            "llama-3.2-1b", "--gpu", "h100", "--tp", "2", "--context-length", "2048",
-            "--batch-size", "64", "--acceptance-rate", "0.8", "--json"]  # fmt: skip
+    base = [
+        "spec",
+        "--target",
+        "llama-3.1-70b",
+        "--target-quant",
+        "fp8",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+        "--context-length",
+        "2048",
+        "--batch-size",
+        "64",
+        "--acceptance-rate",
+        "0.8",
+        "--json",
+    ]
     for k in ("4", "8"):
         default = json.loads(run(runner, *base, "--draft-k", k).stdout)
         roofline = json.loads(

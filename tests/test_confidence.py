@@ -35,8 +35,19 @@ def test_vectorised_over_rows():
 
 
 def test_spec_prints_the_caveat_for_moe_at_batch_1(runner):
-    args = ["spec", "--target", "deepseek-v3", "--method", "mtp", "--gpu", "h200", "--tp", "8",
-            "--engine", "vllm"]  # fmt: skip
+    args = [
+        "spec",
+        "--target",
+        "deepseek-v3",
+        "--method",
+        "mtp",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--engine",
+        "vllm",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (
@@ -48,8 +59,10 @@ def test_spec_prints_the_caveat_for_moe_at_batch_1(runner):
     wide = json.loads(runner.invoke(app, [*args, "--batch-size", "32", "--json"]).stdout)
     assert wide["confidence"] == "high"
     assert not any(n.startswith("confidence low") for n in wide["notes"])
-    dense = runner.invoke(app, ["spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b",
-                                "--gpu", "h100", "--json"])  # fmt: skip
+    dense = runner.invoke(
+        app,
+        ["spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100", "--json"],
+    )
     assert json.loads(dense.stdout)["confidence"] == "high"
 
 
@@ -81,8 +94,21 @@ def test_the_sweep_column_follows_spec(tmp_path, runner):
     assert levels[("qwen3-30b-a3b", 16)] == "high"
     assert {level for (target, _), level in levels.items() if target == "qwen3-8b"} == {"high"}
     for (target, batch), level in levels.items():
-        spec = runner.invoke(app, [
-            "spec", "--target", target, "--draft", "qwen3-0.6b", "--gpu", "h100",
-            "--batch-size", str(batch), "--acceptance-rate", "0.7", "--json",
-        ])  # fmt: skip
+        spec = runner.invoke(
+            app,
+            [
+                "spec",
+                "--target",
+                target,
+                "--draft",
+                "qwen3-0.6b",
+                "--gpu",
+                "h100",
+                "--batch-size",
+                str(batch),
+                "--acceptance-rate",
+                "0.7",
+                "--json",
+            ],
+        )
         assert json.loads(spec.stdout)["confidence"] == level

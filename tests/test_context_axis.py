@@ -69,17 +69,25 @@ def test_spec_sizes_input_and_output_as_their_average_context(runner):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--context-length", "4096", "--input-tokens", "1024", "--output-tokens", "256"],
-         "error: give --context-length or --input-tokens with --output-tokens, not both"),
-        (["--context-length", "4096", "--output-tokens", "256"],
-         "error: give --context-length or --input-tokens with --output-tokens, not both"),
-        (["--input-tokens", "1024"],
-         "error: --input-tokens and --output-tokens go together (the context is input + "
-         "output/2)"),
-        (["--input-tokens", "0", "--output-tokens", "256"],
-         "error: --input-tokens must be at least 1, got 0"),
+        (
+            ["--context-length", "4096", "--input-tokens", "1024", "--output-tokens", "256"],
+            "error: give --context-length or --input-tokens with --output-tokens, not both",
+        ),
+        (
+            ["--context-length", "4096", "--output-tokens", "256"],
+            "error: give --context-length or --input-tokens with --output-tokens, not both",
+        ),
+        (
+            ["--input-tokens", "1024"],
+            "error: --input-tokens and --output-tokens go together (the context is input + "
+            "output/2)",
+        ),
+        (
+            ["--input-tokens", "0", "--output-tokens", "256"],
+            "error: --input-tokens must be at least 1, got 0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_spec_refuses_both_context_forms(runner, args, message):
     result = runner.invoke(app, [*SPEC, *args])
     assert result.exit_code == 2
@@ -125,13 +133,17 @@ def test_a_sweep_takes_input_and_output_tokens(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("context_lengths: [4096]\ninput_tokens: [1024]\noutput_tokens: [256]\n",
-         "give context_lengths or input_tokens with output_tokens, not both"),
-        ("input_tokens: [1024]\n",
-         "input_tokens and output_tokens go together (the context is input + output/2)"),
+        (
+            "context_lengths: [4096]\ninput_tokens: [1024]\noutput_tokens: [256]\n",
+            "give context_lengths or input_tokens with output_tokens, not both",
+        ),
+        (
+            "input_tokens: [1024]\n",
+            "input_tokens and output_tokens go together (the context is input + output/2)",
+        ),
         ("batch_sizes: [1]\n", "give context_lengths, or input_tokens with output_tokens"),
     ],
-)  # fmt: skip
+)
 def test_a_sweep_takes_one_context_form(tmp_path, runner, extra, message):
     path = _write(tmp_path, extra)
     with pytest.raises(SweepConfigError):

@@ -11,10 +11,26 @@ import pytest
 
 from infersize.cli import app
 
-COMMANDS = [["spec"], ["sweep", "validate"], ["sweep", "run"], ["best"], ["models", "list"],
-            ["models", "show"], ["gpus", "list"], ["gpus", "show"], ["alpha"], ["bench"],
-            ["plot", "k"], ["plot", "batch"], ["plot", "frontier"], ["plot", "methods"],
-            ["plot", "capacity"], ["report"], ["capacity"], ["schedule"]]  # fmt: skip
+COMMANDS = [
+    ["spec"],
+    ["sweep", "validate"],
+    ["sweep", "run"],
+    ["best"],
+    ["models", "list"],
+    ["models", "show"],
+    ["gpus", "list"],
+    ["gpus", "show"],
+    ["alpha"],
+    ["bench"],
+    ["plot", "k"],
+    ["plot", "batch"],
+    ["plot", "frontier"],
+    ["plot", "methods"],
+    ["plot", "capacity"],
+    ["report"],
+    ["capacity"],
+    ["schedule"],
+]
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
@@ -86,8 +102,10 @@ def test_the_calibration_page_is_current():
     root = Path(__file__).resolve().parent.parent
     rows = load_measurements(root / "tests" / "data" / "measurements.csv")
     page = (root / "docs" / "calibration.md").read_text()
-    for name, table in (("split table", split_table(rows)),
-                        ("calibration table", calibration_table(rows))):  # fmt: skip
+    for name, table in (
+        ("split table", split_table(rows)),
+        ("calibration table", calibration_table(rows)),
+    ):
         start, end = f"<!-- {name}: start -->\n", f"<!-- {name}: end -->\n"
         assert page.split(start, 1)[1].split(end, 1)[0] == table, (
             "run: python benchmarks/calibration_table.py --write"

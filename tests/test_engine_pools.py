@@ -83,9 +83,15 @@ def test_sglang_0_5_reserves_memory_for_activations_graphs_and_drafts(
 
 @pytest.mark.parametrize(
     ("gpu", "release", "chunk"),
-    [("rtx-4090", "sglang", 2048), ("l40s", "sglang", 4096), ("h100", "sglang", 8192),
-     ("b200", "sglang", 16384), ("rtx-4090", "sglang-0.4", 2048), ("b200", "sglang-0.4", 8192)],
-)  # fmt: skip
+    [
+        ("rtx-4090", "sglang", 2048),
+        ("l40s", "sglang", 4096),
+        ("h100", "sglang", 8192),
+        ("b200", "sglang", 16384),
+        ("rtx-4090", "sglang-0.4", 2048),
+        ("b200", "sglang-0.4", 8192),
+    ],
+)
 def test_sglangs_chunked_prefill_by_gpu(catalog, gpu, release, chunk):
     memory = catalog.gpu(gpu).memory_bytes
     assert float(default_chunked_prefill(get_engine(release), memory)) == chunk
@@ -158,16 +164,24 @@ def test_a_tensorrt_llm_draft_divides_the_cache_with_the_target(catalog):
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        (EngineSettings(engine="vllm", mem_fraction_static=0.8),
-         "{mem_fraction_static} is a setting of sglang: it does not apply to engine vllm"),
-        (EngineSettings(engine="sglang", max_batch_size=8),
-         "{max_batch_size} is a setting of trtllm: it does not apply to engine sglang"),
-        (EngineSettings(engine="trtllm", kv_cache_free_gpu_memory_fraction=1.5),
-         "{kv_cache_free_gpu_memory_fraction} must be in (0, 1], got 1.5"),
-        (EngineSettings(engine="sglang", chunked_prefill_size=0),
-         "{chunked_prefill_size} must be in 1..16777216, got 0"),
+        (
+            EngineSettings(engine="vllm", mem_fraction_static=0.8),
+            "{mem_fraction_static} is a setting of sglang: it does not apply to engine vllm",
+        ),
+        (
+            EngineSettings(engine="sglang", max_batch_size=8),
+            "{max_batch_size} is a setting of trtllm: it does not apply to engine sglang",
+        ),
+        (
+            EngineSettings(engine="trtllm", kv_cache_free_gpu_memory_fraction=1.5),
+            "{kv_cache_free_gpu_memory_fraction} must be in (0, 1], got 1.5",
+        ),
+        (
+            EngineSettings(engine="sglang", chunked_prefill_size=0),
+            "{chunked_prefill_size} must be in 1..16777216, got 0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_engines_settings_are_checked_and_refused_elsewhere(settings, message):
     with pytest.raises(ValueRangeError) as raised:
         configure_engine(settings)

@@ -15,8 +15,17 @@ from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
 
-PAIR = ["spec", "--target", "llama-3.1-8b", "--draft", "eagle3-llama3.1-8b", "--gpu", "h100",
-        "--acceptance-rate", "0.7"]  # fmt: skip
+PAIR = [
+    "spec",
+    "--target",
+    "llama-3.1-8b",
+    "--draft",
+    "eagle3-llama3.1-8b",
+    "--gpu",
+    "h100",
+    "--acceptance-rate",
+    "0.7",
+]
 TREE = ["--draft-k", "5", "--eagle-topk", "4", "--num-draft-tokens", "8"]
 
 
@@ -56,9 +65,17 @@ def test_spec_reports_tensorrt_llms_cache_as_it_logs_it(runner):
 def test_sglangs_flag_names_are_the_same_settings(runner):
     short = spec_json(runner, *PAIR, "--engine", "sglang", *TREE)
     long = spec_json(
-        runner, *PAIR, "--engine", "sglang", "--speculative-num-steps", "5",
-        "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8",
-    )  # fmt: skip
+        runner,
+        *PAIR,
+        "--engine",
+        "sglang",
+        "--speculative-num-steps",
+        "5",
+        "--speculative-eagle-topk",
+        "4",
+        "--speculative-num-draft-tokens",
+        "8",
+    )
     assert long == short
 
 
@@ -86,32 +103,50 @@ def test_an_acceptance_length_is_taken_at_the_k_and_tree_asked(runner):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--engine", "sglang", "--eagle-topk", "65", "--num-draft-tokens", "8"],
-         "error: --eagle-topk must be at most 64, got 65"),
-        (["--engine", "sglang", "--eagle-topk", "4"],
-         "error: --num-draft-tokens is needed for a tree (--eagle-topk 4): the tokens the target "
-         "verifies per sequence, the root included"),
-        (["--engine", "vllm", *TREE],
-         "error: --eagle-topk above 1 drafts a tree, which engine vllm does not: SGLang (sglang) "
-         "and TensorRT-LLM (trtllm) do"),
-        (["--num-draft-tokens", "9"],
-         "error: --num-draft-tokens must be --draft-k + 1 = 5 for a chain (--eagle-topk 1), got "
-         "9: leave it out, or draft a tree"),
-        (["--engine", "vllm", "--mem-fraction-static", "0.8"],
-         "error: --mem-fraction-static is a setting of sglang: it does not apply to engine vllm"),
-        (["--engine", "sglang", "--kv-cache-free-gpu-memory-fraction", "0.8"],
-         "error: --kv-cache-free-gpu-memory-fraction is a setting of trtllm: it does not apply "
-         "to engine sglang"),
-        (["--engine", "trtllm", "--max-batch-size", "0"],
-         "error: --max-batch-size must be in 1..16777216, got 0"),
-        (["--acceptance-length", "2.5"],
-         "error: --acceptance-length cannot be given with --acceptance-rate or "
-         "--acceptance-rates: one of the three"),
-        (["--engine", "sglang", *TREE, "--speedup-model", "linear"],
-         "error: --eagle-topk above 1 drafts a tree, which speedup model linear cannot price: it "
-         "takes one α"),
+        (
+            ["--engine", "sglang", "--eagle-topk", "65", "--num-draft-tokens", "8"],
+            "error: --eagle-topk must be at most 64, got 65",
+        ),
+        (
+            ["--engine", "sglang", "--eagle-topk", "4"],
+            "error: --num-draft-tokens is needed for a tree (--eagle-topk 4): the tokens the "
+            "target verifies per sequence, the root included",
+        ),
+        (
+            ["--engine", "vllm", *TREE],
+            "error: --eagle-topk above 1 drafts a tree, which engine vllm does not: SGLang "
+            "(sglang) and TensorRT-LLM (trtllm) do",
+        ),
+        (
+            ["--num-draft-tokens", "9"],
+            "error: --num-draft-tokens must be --draft-k + 1 = 5 for a chain (--eagle-topk 1), got "
+            "9: leave it out, or draft a tree",
+        ),
+        (
+            ["--engine", "vllm", "--mem-fraction-static", "0.8"],
+            "error: --mem-fraction-static is a setting of sglang: it does not apply to engine vllm",
+        ),
+        (
+            ["--engine", "sglang", "--kv-cache-free-gpu-memory-fraction", "0.8"],
+            "error: --kv-cache-free-gpu-memory-fraction is a setting of trtllm: it does not apply "
+            "to engine sglang",
+        ),
+        (
+            ["--engine", "trtllm", "--max-batch-size", "0"],
+            "error: --max-batch-size must be in 1..16777216, got 0",
+        ),
+        (
+            ["--acceptance-length", "2.5"],
+            "error: --acceptance-length cannot be given with --acceptance-rate or "
+            "--acceptance-rates: one of the three",
+        ),
+        (
+            ["--engine", "sglang", *TREE, "--speedup-model", "linear"],
+            "error: --eagle-topk above 1 drafts a tree, which speedup model linear cannot price: "
+            "it takes one α",
+        ),
     ],
-)  # fmt: skip
+)
 def test_engine_and_tree_mistakes_are_one_line_and_exit_2(runner, extra, message):
     result = runner.invoke(app, [*PAIR, *extra])
     assert result.exit_code == 2
@@ -153,9 +188,21 @@ def test_a_sglang_tree_sweep_row_equals_spec_at_its_cell(runner, tmp_path):
     )
     assert row["engine"] == "sglang"
     data = spec_json(
-        runner, *PAIR, "--engine", "sglang", "--eagle-topk", "4", "--num-draft-tokens", "8",
-        "--draft-k", str(row["optimal_k"]), "--batch-size", "32", "--max-k", "6",
-    )  # fmt: skip
+        runner,
+        *PAIR,
+        "--engine",
+        "sglang",
+        "--eagle-topk",
+        "4",
+        "--num-draft-tokens",
+        "8",
+        "--draft-k",
+        str(row["optimal_k"]),
+        "--batch-size",
+        "32",
+        "--max-k",
+        "6",
+    )
     assert data["kv_pool_tokens"] == row["kv_pool_tokens"]
     assert data["speedup"] == pytest.approx(row["speedup"], rel=1e-12)
     assert data["expected_tokens_per_step"] == pytest.approx(row["expected_tokens_per_step"])
@@ -170,10 +217,27 @@ def test_a_sweep_refuses_a_tree_on_an_engine_without_one(tmp_path, runner):
 
 
 CAPACITY = [
-    "capacity", "--target", "llama-3.1-8b", "--draft", "eagle3-llama3.1-8b", "--gpu", "h100",
-    "--acceptance-rate", "0.7", "--draft-k", "3", "--requests", "300", "--input-tokens", "512",
-    "--output-tokens", "128", "--request-rate", "4", "--json",
-]  # fmt: skip
+    "capacity",
+    "--target",
+    "llama-3.1-8b",
+    "--draft",
+    "eagle3-llama3.1-8b",
+    "--gpu",
+    "h100",
+    "--acceptance-rate",
+    "0.7",
+    "--draft-k",
+    "3",
+    "--requests",
+    "300",
+    "--input-tokens",
+    "512",
+    "--output-tokens",
+    "128",
+    "--request-rate",
+    "4",
+    "--json",
+]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "trtllm"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from tests.test_capacity_targets import TWO_TARGETS
+from tests.support.sweeps import TWO_TARGETS
 
 matplotlib.use("Agg")
 
@@ -141,10 +141,14 @@ def test_the_fleet_figure_fits_its_own_margins(targets):
 
     rates = [float(r) for r in range(1, 121)]
     curves = [
-        FleetCurve(f"a-long-gpu-name-{i}-sxm", rates, [int(r * (i + 2)) for r in rates],
-                   [int(r * (i + 1)) for r in rates])
+        FleetCurve(
+            f"a-long-gpu-name-{i}-sxm",
+            rates,
+            [int(r * (i + 2)) for r in rates],
+            [int(r * (i + 1)) for r in rates],
+        )
         for i in range(8)
-    ]  # fmt: skip
+    ]
     panels = [FleetPanel(f"a-long-target-name-{t}b", "chat", 1, curves) for t in range(targets)]
     question = "a-long-workload-name, SLA a-long-sla-name (α scenario 1)"
     assert _problems(fleet_figure(panels, question), inside_figure=True) == []

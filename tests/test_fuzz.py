@@ -14,28 +14,34 @@ from typer.testing import CliRunner
 
 from infersize.catalog import load_catalog
 from infersize.cli import app
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 CATALOG = load_catalog()
 NAMES = sorted(CATALOG.models.records)
 GPUS = sorted(CATALOG.gpus.records)
 QUANTS = sorted(CATALOG.weight_formats.records)
 numbers = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**7),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10, 10**7),
     st.sampled_from(["", "x", "1e400", "-0", "0.5", "07"]),
-)  # fmt: skip
+)
 names = st.one_of(st.sampled_from(NAMES), st.text(max_size=12))
 FLAGS = {
-    "--target": names, "--draft": st.one_of(names, st.just("none")),
+    "--target": names,
+    "--draft": st.one_of(names, st.just("none")),
     "--gpu": st.one_of(st.sampled_from(GPUS), st.text(max_size=8)),
     "--target-quant": st.one_of(st.sampled_from([*QUANTS, "auto"]), st.text(max_size=5)),
     "--draft-quant": st.sampled_from([*QUANTS, "auto"]),
-    "--context-length": numbers, "--acceptance-rate": numbers, "--draft-k": numbers,
-    "--batch-size": numbers, "--tp": st.sampled_from(["1", "2", "3", "8", "0"]),
-    "--latency-ratio": numbers, "--engine": st.sampled_from(["plain", "vllm", "llama.cpp", "x"]),
+    "--context-length": numbers,
+    "--acceptance-rate": numbers,
+    "--draft-k": numbers,
+    "--batch-size": numbers,
+    "--tp": st.sampled_from(["1", "2", "3", "8", "0"]),
+    "--latency-ratio": numbers,
+    "--engine": st.sampled_from(["plain", "vllm", "llama.cpp", "x"]),
     "--speedup-model": st.sampled_from(["leviathan", "roofline", "linear", "?"]),
     "--kv-dtype": st.sampled_from(["fp16", "fp8", "q4_0", "fp7"]),
-}  # fmt: skip
+}
 COUNT = {"spec": 0, "sweep": 0}
 
 
@@ -68,10 +74,12 @@ def _spec_examples(overrides):
 axis = st.one_of(
     st.lists(st.integers(-2, 70000), max_size=3),
     st.lists(st.one_of(st.floats(-1, 2), st.just(float("nan"))), max_size=3),
-    st.fixed_dictionaries({"start": st.integers(-5, 50), "stop": st.integers(-5, 60),
-                           "step": st.integers(-1, 20)}),
-    st.text(max_size=5), st.none(),
-)  # fmt: skip
+    st.fixed_dictionaries(
+        {"start": st.integers(-5, 50), "stop": st.integers(-5, 60), "step": st.integers(-1, 20)}
+    ),
+    st.text(max_size=5),
+    st.none(),
+)
 sweep_configs = st.fixed_dictionaries(
     {"targets": st.lists(st.sampled_from(["qwen2.5-7b", "llama-3.1-8b", "nope"]), max_size=2)},
     optional={

@@ -22,8 +22,19 @@ from infersize.service.acceptance import pair_acceptance
 # 1.63x at QPS 1 with its k = 1 MTP (https://github.com/vllm-project/vllm/pull/12755).
 DEEPSEEK_SECOND_TOKEN = (0.85, 0.90)
 DEEPSEEK_TPS_RATIO = 1.8
-SPEC = ["spec", "--target", "deepseek-v3", "--method", "mtp", "--gpu", "h200", "--tp", "8",
-        "--engine", "vllm"]  # fmt: skip
+SPEC = [
+    "spec",
+    "--target",
+    "deepseek-v3",
+    "--method",
+    "mtp",
+    "--gpu",
+    "h200",
+    "--tp",
+    "8",
+    "--engine",
+    "vllm",
+]
 
 
 @given(
@@ -94,8 +105,9 @@ def test_a_given_alpha_is_extrapolated_unless_its_positions_are_given(runner):
     data = json.loads(result.output)
     assert data["acceptance_positions"] is None
     assert data["optimal_k"] > 1
-    limited = runner.invoke(app, [*SPEC, "--acceptance-rate", "0.875", "--acceptance-positions",
-                                  "2", "--json"])  # fmt: skip
+    limited = runner.invoke(
+        app, [*SPEC, "--acceptance-rate", "0.875", "--acceptance-positions", "2", "--json"]
+    )
     data = json.loads(limited.output)
     assert (data["acceptance_positions"], data["optimal_k"]) == (2, 2)
     assert data["notes"][0] == (
@@ -126,9 +138,10 @@ def test_the_sweep_searches_k_as_spec_does(tmp_path, runner):
     result = runner.invoke(app, ["sweep", "run", str(tmp_path / "s.yaml"), "--out", str(out)])
     assert result.exit_code == 0, result.output
     rows = [
-        r for r in pq.read_table(out / "best_pairs.parquet").to_pylist()
+        r
+        for r in pq.read_table(out / "best_pairs.parquet").to_pylist()
         if r["acceptance_scenario"] == 1
-    ]  # fmt: skip
+    ]
     assert {r["batch_size"] for r in rows} == {1, 32}
     for row in rows:
         assert row["optimal_k"] == 1

@@ -102,12 +102,21 @@ def test_mlp_speculator_counts_vllms_stages():
     a projection (h -> d_in first, d_in -> d_in after), a LayerNorm with scale and shift and a
     head d_in x V; tied: one embedding, two projections, one norm, a head per stage."""
     fields = {
-        "id": "spec", "hf_repo": "x/spec", "family": "llama-3", "tokenizer_family": "llama3",
-        "architecture": "mlp_speculator", "hidden_size": 4096, "intermediate_size": 3072,
-        "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 128256, "speculator": "mlp_speculator", "speculator_heads": 3,
+        "id": "spec",
+        "hf_repo": "x/spec",
+        "family": "llama-3",
+        "tokenizer_family": "llama3",
+        "architecture": "mlp_speculator",
+        "hidden_size": 4096,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "speculator": "mlp_speculator",
+        "speculator_heads": 3,
         "max_position_embeddings": 8192,
-    }  # fmt: skip
+    }
     v, d = 128256, 3072
     untied = Model(**fields, tie_word_embeddings=False)
     assert param_counts(untied).total == (
@@ -168,8 +177,9 @@ def test_ngram_has_no_weights_no_kv_and_no_gpu_time(runner):
 
 
 def test_method_without_draft_picks_the_published_head_and_says_which(runner):
-    result = runner.invoke(app, ["spec", "--target", "llama-3.1-8b", "--method", "eagle3",
-                                 "--gpu", "h100", "--json"])  # fmt: skip
+    result = runner.invoke(
+        app, ["spec", "--target", "llama-3.1-8b", "--method", "eagle3", "--gpu", "h100", "--json"]
+    )
     data = json.loads(result.stdout)
     assert data["draft"]["model"] == "eagle3-llama3.1-8b"
     assert data["acceptance_source"] == "published"
@@ -182,28 +192,52 @@ def test_method_without_draft_picks_the_published_head_and_says_which(runner):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "llama-3.1-8b", "--method", "mtp"], "error: no published mtp drafter for "
-         "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-r1, deepseek-v3, "
-         "deepseek-v3.1, deepseek-v3.2, glm-4.5, glm-4.5-air, glm-4.6, glm-4.7, glm-5, "
-         "qwen3-next-80b-a3b, qwen3.5-0.8b, qwen3.5-122b-a10b, qwen3.5-27b, qwen3.5-35b-a3b, "
-         "qwen3.5-397b-a17b, qwen3.5-4b, qwen3.5-9b; give --draft (a catalog id, a folder or "
-         "hf:ID)\n"),
-        (["--target", "llama-3.1-8b", "--method", "eagle3", "--draft", "llama-3.2-1b"],
-         "error: llama-3.2-1b is a draft drafter, not eagle3: drop --method or give a matching "
-         "--draft\n"),
-        (["--target", "llama-3.1-8b"], "error: missing option '--draft' (a draft model, a head, "
-         "or none; or give --method)\n"),
-        (["--target", "llama-3.1-8b", "--draft", "ngram"], "error: n-gram acceptance depends on "
-         "how much the output repeats the prompt: give --workload-kind (published for chat, "
-         "code-editing, math, mixed, summarization) or --acceptance-rate for llama-3.1-8b with "
-         "ngram\n"),
-        (["--target", "llama-3.1-8b", "--method", "lookahead"], "error: unknown method "
-         "'lookahead'"),
-        (["--target", "vicuna-7b-v1.3", "--method", "medusa", "--acceptance-rate", "0.7",
-          "--draft-k", "6"], "error: --draft-k must be at most 5: medusa-vicuna-7b-v1.3 "
-         "proposes one token per head\n"),
+        (
+            ["--target", "llama-3.1-8b", "--method", "mtp"],
+            "error: no published mtp drafter for "
+            "llama-3.1-8b in the catalog; the catalog has mtp drafters for deepseek-r1, "
+            "deepseek-v3, deepseek-v3.1, deepseek-v3.2, glm-4.5, glm-4.5-air, glm-4.6, glm-4.7, "
+            "glm-5, "
+            "qwen3-next-80b-a3b, qwen3.5-0.8b, qwen3.5-122b-a10b, qwen3.5-27b, qwen3.5-35b-a3b, "
+            "qwen3.5-397b-a17b, qwen3.5-4b, qwen3.5-9b; give --draft (a catalog id, a folder or "
+            "hf:ID)\n",
+        ),
+        (
+            ["--target", "llama-3.1-8b", "--method", "eagle3", "--draft", "llama-3.2-1b"],
+            "error: llama-3.2-1b is a draft drafter, not eagle3: drop --method or give a matching "
+            "--draft\n",
+        ),
+        (
+            ["--target", "llama-3.1-8b"],
+            "error: missing option '--draft' (a draft model, a head, or none; or give --method)\n",
+        ),
+        (
+            ["--target", "llama-3.1-8b", "--draft", "ngram"],
+            "error: n-gram acceptance depends on "
+            "how much the output repeats the prompt: give --workload-kind (published for chat, "
+            "code-editing, math, mixed, summarization) or --acceptance-rate for llama-3.1-8b with "
+            "ngram\n",
+        ),
+        (
+            ["--target", "llama-3.1-8b", "--method", "lookahead"],
+            "error: unknown method 'lookahead'",
+        ),
+        (
+            [
+                "--target",
+                "vicuna-7b-v1.3",
+                "--method",
+                "medusa",
+                "--acceptance-rate",
+                "0.7",
+                "--draft-k",
+                "6",
+            ],
+            "error: --draft-k must be at most 5: medusa-vicuna-7b-v1.3 "
+            "proposes one token per head\n",
+        ),
     ],
-)  # fmt: skip
+)
 def test_method_mistakes_exit_2_with_one_line(runner, args, message):
     result = runner.invoke(app, ["spec", "--gpu", "h100", *args])
     assert result.exit_code == 2
@@ -257,8 +291,14 @@ def test_an_eagle3_folder_is_read_as_a_head(runner, tmp_path):
 
 def test_a_medusa_folder_is_read_as_heads(runner, tmp_path):
     """vLLM's MedusaConfig fields: medusa_num_heads, medusa_num_layers, medusa_fc_bias."""
-    config = {"model_type": "medusa", "hidden_size": 4096, "vocab_size": 32000,
-              "medusa_num_heads": 5, "medusa_num_layers": 1, "medusa_fc_bias": True}  # fmt: skip
+    config = {
+        "model_type": "medusa",
+        "hidden_size": 4096,
+        "vocab_size": 32000,
+        "medusa_num_heads": 5,
+        "medusa_num_layers": 1,
+        "medusa_fc_bias": True,
+    }
     data = _draft(runner, "vicuna-7b-v1.3", _folder(tmp_path, "medusa", config), "a100")
     assert data["method"] == "medusa" and data["draft"]["kv_cache_bytes"] == 0
     assert data["draft"]["params"] == 739_266_560  # as the catalog's medusa-vicuna-7b-v1.3
@@ -266,8 +306,14 @@ def test_a_medusa_folder_is_read_as_heads(runner, tmp_path):
 
 def test_an_mlp_speculator_folder_is_read_as_stages(runner, tmp_path):
     """vLLM's MLPSpeculatorConfig fields: emb_dim, inner_dim, n_predict, tie_weights."""
-    config = {"model_type": "mlp_speculator", "emb_dim": 4096, "inner_dim": 3072,
-              "n_predict": 3, "vocab_size": 128256, "tie_weights": False}  # fmt: skip
+    config = {
+        "model_type": "mlp_speculator",
+        "emb_dim": 4096,
+        "inner_dim": 3072,
+        "n_predict": 3,
+        "vocab_size": 128256,
+        "tie_weights": False,
+    }
     data = _draft(runner, "llama-3.1-8b", _folder(tmp_path, "mlp", config), k=3)
     assert data["method"] == "mlp-speculator" and data["optimal_k"] <= 3
     v, d = 128256, 3072
@@ -277,8 +323,20 @@ def test_an_mlp_speculator_folder_is_read_as_stages(runner, tmp_path):
 def test_a_head_of_another_width_is_refused(runner, tmp_path):
     config = json.loads((HEADS / "eagle3-llama3.1-instruct-8b.json").read_text())["config"]
     folder = _folder(tmp_path, "eagle3", config)
-    result = runner.invoke(app, ["spec", "--target", "llama-3.3-70b", "--draft", folder,
-                                 "--gpu", "h100", "--acceptance-rate", "0.7"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "spec",
+            "--target",
+            "llama-3.3-70b",
+            "--draft",
+            folder,
+            "--gpu",
+            "h100",
+            "--acceptance-rate",
+            "0.7",
+        ],
+    )
     assert result.exit_code == 2
     assert "does not fit llama-3.3-70b (hidden 8192, vocabulary 128256)" in result.stderr
 
@@ -287,8 +345,8 @@ def test_a_head_of_another_width_is_refused(runner, tmp_path):
 def test_mtp_drafters_are_the_modules_in_their_checkpoints(target):
     """The MTP drafter of Qwen3-Next and GLM-4.5(-Air) holds exactly the MTP part of its
     target's checkpoint (whose main model + MTP part equals the Hub total:
-    tests/test_new_families.py), its embedding and head copies aside (vLLM shares the
-    target's)."""
+    tests/test_hub_configs_count_and_lay_out_kv.py), its embedding and head copies aside (vLLM
+    shares the target's)."""
     head, main = CATALOG.model(f"{target}-mtp"), CATALOG.model(target)
     assert head.speculator == "mtp" and head.speculator_for == [target]
     assert checkpoint_params(head) == param_counts(main).mtp
@@ -302,10 +360,18 @@ def test_a_specforge_eagle3_head_matches_its_cards_parameter_figure(runner, tmp_
     hidden 4096, MLP 21504, 32/8 heads, 1 layer, vocabulary 131,072, draft vocabulary 32,000,
     bf16, "Parameters ~513M"): counted from those fields, 512,802,048, which the card rounds to
     513M (it would be 1.05 B with an embedding of its own, which EAGLE-3 heads do not ship)."""
-    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
-              "hidden_size": 4096, "intermediate_size": 21504, "num_attention_heads": 32,
-              "num_key_value_heads": 8, "num_hidden_layers": 1, "vocab_size": 131072,
-              "draft_vocab_size": 32000, "torch_dtype": "bfloat16"}  # fmt: skip
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 21504,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 1,
+        "vocab_size": 131072,
+        "draft_vocab_size": 32000,
+        "torch_dtype": "bfloat16",
+    }
     head = resolve_model(_folder(tmp_path, "apertus-eagle3", config), CATALOG).model
     total = param_counts(head).total
     assert total == 512_802_048 and round(total / 1e6) == 513

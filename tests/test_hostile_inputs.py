@@ -20,7 +20,7 @@ from infersize.catalog.checkpoint import load_folder, read_safetensors_header
 from infersize.catalog.hfconfig import CheckpointError
 from infersize.cli import app
 from infersize.errors import InfersizeError
-from tests.test_checkpoints import TINY, llama_tensors, write_folder
+from tests.support.checkpoints import TINY, llama_tensors, write_folder
 
 GOOD = """\
 targets: [qwen2.5-7b]
@@ -69,9 +69,12 @@ def test_a_huge_grid_is_refused_in_milliseconds(runner, tmp_path):
 
 @pytest.mark.parametrize(
     "axis",
-    ["{start: 1, stop: 1e12, step: 1}", "{start: 1, stop: 2, step: 5e-324}",
-     "{start: 1, stop: 1e308, factor: 1.0000001}"],
-)  # fmt: skip
+    [
+        "{start: 1, stop: 1e12, step: 1}",
+        "{start: 1, stop: 2, step: 5e-324}",
+        "{start: 1, stop: 1e308, factor: 1.0000001}",
+    ],
+)
 def test_a_range_is_counted_before_it_is_made(runner, tmp_path, axis):
     text = GOOD.replace("context_lengths: [4096]", f"context_lengths: {axis}")
     start = time.perf_counter()
@@ -165,9 +168,16 @@ def _folder_with(tmp_path: Path, config: object) -> str:
         ({**TINY, "num_experts": 4, "num_experts_per_tok": 8}, "exceeds num_experts"),
         ({**TINY, "hidden_size": True}, "hidden_size"),
     ],
-    ids=["deep", "list model_type", "experts without top-k", "string layers", "zero kv heads",
-         "top-k over experts", "bool hidden"],
-)  # fmt: skip
+    ids=[
+        "deep",
+        "list model_type",
+        "experts without top-k",
+        "string layers",
+        "zero kv heads",
+        "top-k over experts",
+        "bool hidden",
+    ],
+)
 def test_bad_config_json_exits_2(runner, tmp_path, config, message):
     result = runner.invoke(app, ["models", "show", _folder_with(tmp_path, config)])
     one_line_exit_2(result, message)
@@ -242,8 +252,19 @@ def test_a_full_disk_while_polars_writes_exit_2(runner, tmp_path, monkeypatch):
         raise pl.exceptions.ComputeError("io error: No space left on device (os error 28)")
 
     monkeypatch.setattr(pl.LazyFrame, "sink_parquet", full)
-    result = runner.invoke(app, ["sweep", "run", yaml_file(tmp_path, GOOD), "--out",
-                                 str(tmp_path / "o"), "--jobs", "1", "-q"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "sweep",
+            "run",
+            yaml_file(tmp_path, GOOD),
+            "--out",
+            str(tmp_path / "o"),
+            "--jobs",
+            "1",
+            "-q",
+        ],
+    )
     one_line_exit_2(result, "writing failed (io error: No space left on device")
 
 
@@ -256,11 +277,16 @@ def test_a_full_disk_while_polars_writes_exit_2(runner, tmp_path, monkeypatch):
         (GOOD + "gpus: [l4]\n", "key 'gpus' is given twice"),
         (GOOD.replace("[4096]", "[yes]"), "key 'context_lengths.0'"),
         (GOOD.replace("[4096]", "[true]"), "key 'context_lengths.0'"),
-        (GOOD.replace("gpus: [h100]", "gpus: [{name: h100, price_usd_per_hour: 2},"
-                      " {name: h100, price_usd_per_hour: 3}]"), "listed twice with different"),
+        (
+            GOOD.replace(
+                "gpus: [h100]",
+                "gpus: [{name: h100, price_usd_per_hour: 2}, {name: h100, price_usd_per_hour: 3}]",
+            ),
+            "listed twice with different",
+        ),
     ],
     ids=["duplicate key", "yes", "true", "one gpu two prices"],
-)  # fmt: skip
+)
 def test_ambiguous_yaml_is_refused(runner, tmp_path, text, message):
     result = runner.invoke(app, ["sweep", "validate", yaml_file(tmp_path, text)])
     one_line_exit_2(result, message)
@@ -320,10 +346,17 @@ JSON = st.recursive(
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
     ),
     max_leaves=20,
-)  # fmt: skip
+)
 FIXTURE = HealthCheck.function_scoped_fixture
-CONFIG_KEYS = [*TINY, "num_experts", "num_experts_per_tok", "sliding_window",
-               "head_dim", "kv_lora_rank", "text_config"]  # fmt: skip
+CONFIG_KEYS = [
+    *TINY,
+    "num_experts",
+    "num_experts_per_tok",
+    "sliding_window",
+    "head_dim",
+    "kv_lora_rank",
+    "text_config",
+]
 
 
 @given(st.dictionaries(st.sampled_from(CONFIG_KEYS), JSON, max_size=8), st.booleans())
@@ -340,10 +373,12 @@ def test_fuzzed_config_json_is_an_answer_or_a_clear_error(tmp_path, changes, kee
 
 
 ENTRY = st.fixed_dictionaries(
-    {"dtype": st.sampled_from(["F32", "F16", "BF16", "I8", "Q9", ""]) | JSON,
-     "shape": st.lists(st.integers(-4, 2**40), max_size=3) | JSON,
-     "data_offsets": st.lists(st.integers(-8, 2**40), min_size=0, max_size=3) | JSON}
-)  # fmt: skip
+    {
+        "dtype": st.sampled_from(["F32", "F16", "BF16", "I8", "Q9", ""]) | JSON,
+        "shape": st.lists(st.integers(-4, 2**40), max_size=3) | JSON,
+        "data_offsets": st.lists(st.integers(-8, 2**40), min_size=0, max_size=3) | JSON,
+    }
+)
 
 
 @given(st.dictionaries(st.text(max_size=6), ENTRY | JSON, max_size=4) | JSON)

@@ -31,10 +31,28 @@ CASES = [
 
 
 def spec(runner, target, draft, gpu, quant, engine, context, batch, k=4):
-    args = ["spec", "--target", target, "--target-quant", quant, "--draft", draft or "none",
-            "--gpu", gpu, "--engine", engine, "--context-length", str(context),
-            "--batch-size", str(batch), "--draft-k", str(k), "--acceptance-rate", "0.7",
-            "--json"]  # fmt: skip
+    args = [
+        "spec",
+        "--target",
+        target,
+        "--target-quant",
+        quant,
+        "--draft",
+        draft or "none",
+        "--gpu",
+        gpu,
+        "--engine",
+        engine,
+        "--context-length",
+        str(context),
+        "--batch-size",
+        str(batch),
+        "--draft-k",
+        str(k),
+        "--acceptance-rate",
+        "0.7",
+        "--json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -92,8 +110,14 @@ def test_oom_answers_what_would_fit(runner):
     assert data["min_fitting_tp"] == 2
     assert data["fitting_target_quant"] == "fp8"
     # no throughput, latency or cost for a deployment that cannot run
-    for key in ("speedup", "baseline_tokens_per_s", "speculative_tokens_per_s",
-                "baseline_ms_per_token", "speculative_ms_per_token", "usd_per_mtok"):  # fmt: skip
+    for key in (
+        "speedup",
+        "baseline_tokens_per_s",
+        "speculative_tokens_per_s",
+        "baseline_ms_per_token",
+        "speculative_ms_per_token",
+        "usd_per_mtok",
+    ):
         assert data[key] is None, key
     assert data["optimal_k"] is None
 

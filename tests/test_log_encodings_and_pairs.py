@@ -90,5 +90,6 @@ def test_the_shipped_sweeps_take_ngram_acceptance_from_their_traffic():
         assert ngram and all(s.alphas == scenarios("chat") for s in ngram)
     assert all(
         s.alpha_on("summarization", i) == scenarios("summarization")[i]
-        for s in ngram for i in range(3)
-    )  # fmt: skip
+        for s in ngram
+        for i in range(3)
+    )

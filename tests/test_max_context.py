@@ -140,8 +140,9 @@ def test_the_run_summary_counts_rows_beyond_context(runner, tmp_path):
         "draft_k": {"start": 1, "stop": 4, "step": 1},
     }
     (tmp_path / "mixed.yaml").write_text(yaml.safe_dump(doc))
-    result = runner.invoke(app, ["sweep", "run", str(tmp_path / "mixed.yaml"), "--out",
-                                 str(tmp_path / "out")])  # fmt: skip
+    result = runner.invoke(
+        app, ["sweep", "run", str(tmp_path / "mixed.yaml"), "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
     # llama-68m holds 2,048 tokens, llama-2-7b 4,096: the pair's 4096 and 8192 rows are beyond
     coverage = pl.read_parquet(tmp_path / "out" / "coverage.parquet")

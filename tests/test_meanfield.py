@@ -9,7 +9,7 @@ import pytest
 
 from infersize.core.meanfield import NORMAL_QUANTILE, mean_field, sustained_rate
 from infersize.service.capacity import Traffic, make_arm, saturation_rate, serve
-from tests.test_simulate import prepared_for
+from tests.support.serving import prepared_for
 
 GRID = [
     ("llama-3.1-8b", "llama-3.2-1b", "h100", {}),

@@ -144,11 +144,29 @@ def test_a_pair_profile_scores_as_spec_does(tmp_path, runner):
     }
     assert {r["acceptance_source"] for r in rows.values()} == {"profile"}
     for batch, row in rows.items():
-        spec = runner.invoke(app, [
-            "spec", "--target", "llama-3.1-8b", "--draft", "eagle3-llama3.1-8b", "--gpu", "h100",
-            "--target-quant", "bf16", "--acceptance-rates", "0.7296,0.5208,0.3545",
-            "--batch-size", str(batch), "--max-k", "6", "--draft-k", "3", "--json",
-        ])  # fmt: skip
+        spec = runner.invoke(
+            app,
+            [
+                "spec",
+                "--target",
+                "llama-3.1-8b",
+                "--draft",
+                "eagle3-llama3.1-8b",
+                "--gpu",
+                "h100",
+                "--target-quant",
+                "bf16",
+                "--acceptance-rates",
+                "0.7296,0.5208,0.3545",
+                "--batch-size",
+                str(batch),
+                "--max-k",
+                "6",
+                "--draft-k",
+                "3",
+                "--json",
+            ],
+        )
         data = json.loads(spec.stdout)
         assert row["optimal_k"] == data["optimal_k"]
         assert row["speedup"] == pytest.approx(data["speedup_at_optimal_k"], rel=1e-9)

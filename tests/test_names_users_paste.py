@@ -44,10 +44,18 @@ def test_an_ambiguous_variant_lists_its_candidates(catalog):
 
 
 def test_spec_says_which_entry_a_hub_id_became(runner):
-    result = runner.invoke(app, [
-        "spec", "--target", "meta-llama/Llama-3.1-8B-Instruct", "--draft", "llama-3.2-1b",
-        "--gpu", "h100",
-    ])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "spec",
+            "--target",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--draft",
+            "llama-3.2-1b",
+            "--gpu",
+            "h100",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (
         "note: 'meta-llama/Llama-3.1-8B-Instruct' is sized as llama-3.1-8b "

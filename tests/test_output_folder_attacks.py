@@ -22,8 +22,8 @@ import pytest
 from infersize.cli import app
 from infersize.sweep import output
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
-from tests.conftest import cli_process
-from tests.test_writer_safety import plan_of, published, temp_files
+from tests.support.commands import cli_process
+from tests.support.sweeps import plan_of, published, temp_files
 
 
 @pytest.fixture(scope="module")
@@ -246,16 +246,22 @@ def test_a_fifo_at_the_lock_path_is_a_clean_error(runner, tmp_path):
     [
         ("context_lengths: [9223372036854775807]", "context_lengths"),
         ("batch_sizes: [9223372036854775807]", "batch_sizes"),
-        ("context_lengths: {start: 1, stop: 9223372036854775807, step: 4611686018427387904}",
-         "context_lengths"),
+        (
+            "context_lengths: {start: 1, stop: 9223372036854775807, step: 4611686018427387904}",
+            "context_lengths",
+        ),
         ("gpus: [{name: h100, tp: [9223372036854775807]}]", "gpus.0.tp"),
     ],
     ids=["context", "batch", "context_range", "tp"],
-)  # fmt: skip
+)
 def test_an_axis_value_that_overflows_is_an_error_naming_its_key(runner, tmp_path, axis, key):
     """`context_lengths: [9223372036854775807]` ended in an OverflowError (exit 1)."""
-    lines = ["targets: [qwen2.5-7b]", "drafts: [qwen2.5-0.5b]", "gpus: [h100]",
-             "context_lengths: [4096]"]  # fmt: skip
+    lines = [
+        "targets: [qwen2.5-7b]",
+        "drafts: [qwen2.5-0.5b]",
+        "gpus: [h100]",
+        "context_lengths: [4096]",
+    ]
     lines = [line for line in lines if line.split(":")[0] != axis.split(":")[0]] + [axis]
     sweep = tmp_path / "s.yaml"
     sweep.write_text("\n".join(lines) + "\n")
@@ -300,9 +306,20 @@ def test_empty_items_in_acceptance_rates_are_an_error(runner, rates):
     """`--acceptance-rates 0.5,,0.3` was read as 0.5,0.3."""
     result = runner.invoke(
         app,
-        ["spec", "--target", "llama-3.1-8b", "--method", "eagle3", "--gpu", "h100",
-         "--acceptance-rates", rates, "--draft-k", "2"],
-    )  # fmt: skip
+        [
+            "spec",
+            "--target",
+            "llama-3.1-8b",
+            "--method",
+            "eagle3",
+            "--gpu",
+            "h100",
+            "--acceptance-rates",
+            rates,
+            "--draft-k",
+            "2",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert result.stderr == (
         f"error: --acceptance-rates has an empty item between commas, got '{rates}': give one "

@@ -4,7 +4,6 @@ headless Chromium (Debian's chromium package; skipped with a reason where it is 
 from __future__ import annotations
 
 import shutil
-import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,15 +14,9 @@ from infersize.cli import app
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
+from tests.support.figures import png_size
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "sweeps" / "quickstart.yaml"
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    assert data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
 
 
 def check_svg(path: Path) -> None:

@@ -127,8 +127,9 @@ SPEC = ["spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", 
 
 
 def test_spec_takes_vllms_per_position_rates(runner):
-    result = runner.invoke(app, [*SPEC, "--acceptance-rates", "0.7296,0.5208,0.3545",
-                                 "--draft-k", "3", "--json"])  # fmt: skip
+    result = runner.invoke(
+        app, [*SPEC, "--acceptance-rates", "0.7296,0.5208,0.3545", "--draft-k", "3", "--json"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["acceptance_rates"] == list(VLLM_EAGLE3_8B)
@@ -162,18 +163,29 @@ def test_spec_says_when_the_best_k_is_past_the_profile(runner):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--acceptance-rates", "0.73,0.82"], "error: --acceptance-rates rates must not increase "
-         "with position (r_2 = 0.82 > r_1 = 0.73): r_i is the share of drafts whose i-th token "
-         "was accepted\n"),
-        (["--acceptance-rates", "0.7", "--acceptance-rate", "0.5"], "error: --acceptance-rates "
-         "cannot be given with --acceptance-rate: one or the other\n"),
-        (["--acceptance-rates", "a,b"], "error: --acceptance-rates takes numbers separated by "
-         "commas (0.73,0.52,0.35), got 'a,b'\n"),
-        (["--acceptance-rates", "0.7,0.5", "--speedup-model", "linear"], "error: "
-         "--acceptance-rates cannot be used with speedup model linear, which takes one α "
-         "(--acceptance-rate)\n"),
+        (
+            ["--acceptance-rates", "0.73,0.82"],
+            "error: --acceptance-rates rates must not increase "
+            "with position (r_2 = 0.82 > r_1 = 0.73): r_i is the share of drafts whose i-th token "
+            "was accepted\n",
+        ),
+        (
+            ["--acceptance-rates", "0.7", "--acceptance-rate", "0.5"],
+            "error: --acceptance-rates cannot be given with --acceptance-rate: one or the other\n",
+        ),
+        (
+            ["--acceptance-rates", "a,b"],
+            "error: --acceptance-rates takes numbers separated by "
+            "commas (0.73,0.52,0.35), got 'a,b'\n",
+        ),
+        (
+            ["--acceptance-rates", "0.7,0.5", "--speedup-model", "linear"],
+            "error: "
+            "--acceptance-rates cannot be used with speedup model linear, which takes one α "
+            "(--acceptance-rate)\n",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_profiles_exit_2_with_one_line(runner, extra, message):
     result = runner.invoke(app, [*SPEC, *extra])
     assert result.exit_code == 2

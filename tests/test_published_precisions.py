@@ -40,16 +40,26 @@ KIMI_INT4 = {
     "config_groups": {
         "group_0": {
             "targets": ["Linear"],
-            "weights": {"group_size": 32, "num_bits": 4, "strategy": "group",
-                        "symmetric": True, "type": "int", "dynamic": False},
+            "weights": {
+                "group_size": 32,
+                "num_bits": 4,
+                "strategy": "group",
+                "symmetric": True,
+                "type": "int",
+                "dynamic": False,
+            },
         }
     },
     "format": "pack-quantized",
-    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
-               "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"],
+    "ignore": [
+        "lm_head",
+        "re:.*self_attn.*",
+        "re:.*shared_experts.*",
+        "re:.*mlp\\.(gate|up|gate_up|down)_proj.*",
+    ],
     "quant_method": "compressed-tensors",
     "quantization_status": "compressed",
-}  # fmt: skip
+}
 DATA = Path(__file__).parent / "data" / "configs"
 
 
@@ -74,9 +84,17 @@ PUBLISHED = {
     "kimi-k2-thinking": KIMI_INT4,
     "kimi-k2.5": KIMI_INT4,
 }
-TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "vocab_size": 96, "max_position_embeddings": 512, "torch_dtype": "bfloat16"}  # fmt: skip
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 96,
+    "max_position_embeddings": 512,
+    "torch_dtype": "bfloat16",
+}
 
 
 @pytest.mark.parametrize("model_id", sorted(PUBLISHED))
@@ -112,8 +130,20 @@ def test_deepseek_v3_mtp_fits_8xh200_by_default(runner):
     """DeepSeek-V3's standard deployment (8 x H200, vLLM) fits with the checkpoint as published."""
     from infersize.cli import app
 
-    args = ["spec", "--target", "deepseek-v3", "--method", "mtp", "--gpu", "h200", "--tp", "8",
-            "--engine", "vllm", "--json"]  # fmt: skip
+    args = [
+        "spec",
+        "--target",
+        "deepseek-v3",
+        "--method",
+        "mtp",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--engine",
+        "vllm",
+        "--json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)

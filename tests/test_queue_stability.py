@@ -25,11 +25,20 @@ def hand_run(offered: float, taken: float, n: int = 2000, open_loop: bool = True
     finish = admitted + 1.0
     empty = np.zeros(0)
     return Run(
-        arrival=arrival, admitted=admitted, first_token=admitted + 0.1, finish=finish,
-        output_tokens=np.full(n, 10), running_seconds=0.0, span=float(finish[-1]),
-        preemptions=0, itl_first=empty, itl_slope=empty, itl_steps=empty.astype(np.int64),
-        itl_weight=empty.astype(np.int64), open_loop=open_loop,
-    )  # fmt: skip
+        arrival=arrival,
+        admitted=admitted,
+        first_token=admitted + 0.1,
+        finish=finish,
+        output_tokens=np.full(n, 10),
+        running_seconds=0.0,
+        span=float(finish[-1]),
+        preemptions=0,
+        itl_first=empty,
+        itl_slope=empty,
+        itl_steps=empty.astype(np.int64),
+        itl_weight=empty.astype(np.int64),
+        open_loop=open_loop,
+    )
 
 
 def test_a_queue_the_replica_keeps_up_with_does_not_grow():
@@ -62,12 +71,15 @@ def _request(**spec) -> CapacityRequest:
     return CapacityRequest(
         spec=SpecRequest(
             deployment=DeploymentRequest(target="deepseek-v3", gpu="h200", tp=8),
-            engine=EngineSettings(engine="vllm"), context_length=3072, **spec,
+            engine=EngineSettings(engine="vllm"),
+            context_length=3072,
+            **spec,
         ),
-        traffic=Traffic(input_tokens=(2048,), output_tokens=(1024,), request_rate=5.9,
-                        requests=1000),
+        traffic=Traffic(
+            input_tokens=(2048,), output_tokens=(1024,), request_rate=5.9, requests=1000
+        ),
         sla=parse_sla("tpot:p99<=100ms"),
-    )  # fmt: skip
+    )
 
 
 def test_an_overloaded_load_breaks_a_tpot_only_sla_with_the_reason(runner):
@@ -76,11 +88,31 @@ def test_an_overloaded_load_breaks_a_tpot_only_sla_with_the_reason(runner):
     from infersize.cli import app
 
     args = [
-        "capacity", "--target", "deepseek-v3", "--draft", "none", "--gpu", "h200", "--tp", "8",
-        "--engine", "vllm",
-        "--input-tokens", "2048", "--output-tokens", "1024", "--request-rate", "5.9",
-        "--requests", "1000", "--sla", "tpot:p99<=100ms", "--replications", "2", "--json",
-    ]  # fmt: skip
+        "capacity",
+        "--target",
+        "deepseek-v3",
+        "--draft",
+        "none",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--engine",
+        "vllm",
+        "--input-tokens",
+        "2048",
+        "--output-tokens",
+        "1024",
+        "--request-rate",
+        "5.9",
+        "--requests",
+        "1000",
+        "--sla",
+        "tpot:p99<=100ms",
+        "--replications",
+        "2",
+        "--json",
+    ]
     import json
 
     result = runner.invoke(app, args)
@@ -111,12 +143,15 @@ def test_an_open_loop_may_sustain_more_than_a_closed_loop_of_max_num_seqs(catalo
     from infersize.service.capacity import saturation_rate
 
     req = CapacityRequest(
-        spec=SpecRequest(deployment=DeploymentRequest(target="llama-3.1-8b", gpu="h100"),
-                         engine=EngineSettings(engine="vllm", max_num_seqs=64)),
-        traffic=Traffic(input_tokens=(1000,), output_tokens=(300,), request_rate=1.0,
-                        requests=1000),
+        spec=SpecRequest(
+            deployment=DeploymentRequest(target="llama-3.1-8b", gpu="h100"),
+            engine=EngineSettings(engine="vllm", max_num_seqs=64),
+        ),
+        traffic=Traffic(
+            input_tokens=(1000,), output_tokens=(300,), request_rate=1.0, requests=1000
+        ),
         sla=parse_sla("tpot:p99<=1000ms"),
-    )  # fmt: skip
+    )
     prepared = prepare_capacity(req, catalog)
     arm = make_arm(prepared, req.traffic, 0)
     assert req.sla is not None

@@ -51,8 +51,9 @@ def methods_h100(tmp_path_factory) -> Path:
     (tmp / "m.yaml").write_text(yaml.safe_dump(doc))
     from typer.testing import CliRunner
 
-    result = CliRunner().invoke(app, ["sweep", "run", str(tmp / "m.yaml"), "--out",
-                                      str(tmp / "out"), "-q"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["sweep", "run", str(tmp / "m.yaml"), "--out", str(tmp / "out"), "-q"]
+    )
     assert result.exit_code == 0, result.output
     return tmp / "out"
 
@@ -93,8 +94,10 @@ def test_the_methods_figure_ranks_as_best(runner, methods_h100):
 
 
 def test_best_shows_tp_and_kv_dtype(runner, methods_h100):
-    result = runner.invoke(app, ["best", str(methods_h100), "--gpu", "h100", "--top", "50",
-                                 "--target", "llama-3.3-70b"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["best", str(methods_h100), "--gpu", "h100", "--top", "50", "--target", "llama-3.3-70b"],
+    )
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if "speedup" in line).split()
     assert header[:5] == ["rank", "gpu", "target", "tp", "KV"]

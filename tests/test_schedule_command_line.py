@@ -12,32 +12,66 @@ import sys
 import pytest
 
 from infersize.cli import app
-from tests.test_plots import png_size
+from tests.support.figures import png_size
 
 EIGHT_B = ["schedule", "--target", "llama-3.1-8b", "--method", "eagle3", "--gpu", "h100"]
-SEVENTY_B = ["schedule", "--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft",
-             "llama-3.2-1b", "--gpu", "h100", "--tp", "2", "--context-length", "1024"]  # fmt: skip
+SEVENTY_B = [
+    "schedule",
+    "--target",
+    "llama-3.1-70b",
+    "--target-quant",
+    "fp8",
+    "--draft",
+    "llama-3.2-1b",
+    "--gpu",
+    "h100",
+    "--tp",
+    "2",
+    "--context-length",
+    "1024",
+]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--max-batch", "0"], "--max-batch must be in 1..65536, got 0"),
-        (["--max-batch", "5000"], "--max-batch (5000) is more than engine vllm runs at once "
-         "(1024 sequences, its --max-num-seqs): raise that instead"),
-        (["--engine", "foo"], "unknown engine 'foo': choose plain, vllm, vllm-0.15, llama.cpp, "
-         "sglang, sglang-0.4, trtllm"),
-        (["--engine", "llama.cpp"], "--engine llama.cpp has no draft length to set per batch "
-         "size: choose vllm, trtllm or sglang"),
-        (["--engine", "vllm-0.15"], "--engine vllm-0.15 (vLLM 0.15.0 rules) predates vLLM's "
-         "draft length per batch size (https://github.com/vllm-project/vllm/pull/32374): "
-         "choose vllm"),
-        (["--engine", "sglang", "--max-batch", "49"], "--max-batch (49) is more than engine "
-         "sglang runs at once (48 sequences, its --max-running-requests): raise that instead"),
+        (
+            ["--max-batch", "5000"],
+            "--max-batch (5000) is more than engine vllm runs at once "
+            "(1024 sequences, its --max-num-seqs): raise that instead",
+        ),
+        (
+            ["--engine", "foo"],
+            "unknown engine 'foo': choose plain, vllm, vllm-0.15, llama.cpp, "
+            "sglang, sglang-0.4, trtllm",
+        ),
+        (
+            ["--engine", "llama.cpp"],
+            "--engine llama.cpp has no draft length to set per batch "
+            "size: choose vllm, trtllm or sglang",
+        ),
+        (
+            ["--engine", "vllm-0.15"],
+            "--engine vllm-0.15 (vLLM 0.15.0 rules) predates vLLM's "
+            "draft length per batch size (https://github.com/vllm-project/vllm/pull/32374): "
+            "choose vllm",
+        ),
+        (
+            ["--engine", "sglang", "--max-batch", "49"],
+            "--max-batch (49) is more than engine "
+            "sglang runs at once (48 sequences, its --max-running-requests): raise that instead",
+        ),
     ],
-    ids=["max-batch-0", "max-batch-past-engine", "unknown-engine", "llama.cpp", "vllm-0.15",
-         "sglang-48"],
-)  # fmt: skip
+    ids=[
+        "max-batch-0",
+        "max-batch-past-engine",
+        "unknown-engine",
+        "llama.cpp",
+        "vllm-0.15",
+        "sglang-48",
+    ],
+)
 def test_a_mistake_is_one_line_and_exit_2(runner, args, message):
     result = runner.invoke(app, [*EIGHT_B, *args])
     assert result.exit_code == 2
@@ -48,14 +82,26 @@ def test_a_schedule_needs_a_drafter(runner):
     base = ["schedule", "--target", "llama-3.1-8b", "--gpu", "h100"]
     result = runner.invoke(app, [*base, "--draft", "none"])
     assert (result.exit_code, result.stderr) == (
-        2, "error: --draft none runs the target alone: a schedule needs a drafter\n"
-    )  # fmt: skip
+        2,
+        "error: --draft none runs the target alone: a schedule needs a drafter\n",
+    )
     result = runner.invoke(app, base)
     assert result.stderr == (
         "error: missing option '--draft' (a draft model, a head, or none; or give --method)\n"
     )
-    medusa = ["schedule", "--target", "vicuna-7b-v1.3", "--draft", "medusa-vicuna-7b-v1.3",
-              "--gpu", "h100", "--acceptance-rate", "0.6", "--engine", "trtllm"]  # fmt: skip
+    medusa = [
+        "schedule",
+        "--target",
+        "vicuna-7b-v1.3",
+        "--draft",
+        "medusa-vicuna-7b-v1.3",
+        "--gpu",
+        "h100",
+        "--acceptance-rate",
+        "0.6",
+        "--engine",
+        "trtllm",
+    ]
     result = runner.invoke(app, medusa)
     assert result.stderr == (
         "error: --engine trtllm: TensorRT-LLM's PyTorch backend has no medusa drafter; choose "
@@ -69,8 +115,16 @@ def test_the_json_keeps_its_keys(runner):
     data = json.loads(result.stdout)
     assert list(data) == ["engine", "buckets", "config", "notes"]
     assert data["engine"] == "trtllm"
-    keys = ["min_batch", "max_batch", "draft_k", "tpot_ms", "output_tokens_per_s", "speedup",
-            "static_best_k", "static_best_speedup"]  # fmt: skip
+    keys = [
+        "min_batch",
+        "max_batch",
+        "draft_k",
+        "tpot_ms",
+        "output_tokens_per_s",
+        "speedup",
+        "static_best_k",
+        "static_best_speedup",
+    ]
     assert all(list(b) == keys for b in data["buckets"])
     assert [b["draft_k"] for b in data["buckets"]] == [4, 3, 2]
     assert data["config"]["speculative_config"]["draft_len_schedule"] == {
@@ -155,8 +209,14 @@ def test_schedule_start_up_imports_no_heavy_modules():
         "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow') if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False, env=os.environ.copy())  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=os.environ.copy(),
+    )
     assert "HEAVY []" in done.stderr, done.stderr
 
 

@@ -19,18 +19,44 @@ from infersize.cli import app
 # class SpeculativeConfig: its fields (the same field text as the merge of
 # https://github.com/vllm-project/vllm/pull/32374 and as vllm-project/vllm@48ebd6f2, lines 178-183)
 VLLM_SPECULATIVE_CONFIG_FIELDS = {
-    "enforce_eager", "num_speculative_tokens", "model", "method", "draft_tensor_parallel_size",
-    "tensor_parallel_size", "quantization", "moe_backend", "attention_backend", "kv_cache_dtype",
-    "max_model_len", "revision", "code_revision", "index_share_for_mtp_iteration",
-    "disable_padded_drafter_batch", "disable_eagle_block_drop", "use_local_argmax_reduction",
-    "use_heterogeneous_vocab", "prompt_lookup_max", "prompt_lookup_min", "parallel_drafting",
-    "target_model_config", "target_parallel_config", "num_speculative_tokens_per_batch_size",
-    "draft_model_config", "draft_parallel_config", "suffix_decoding_max_tree_depth",
-    "suffix_decoding_max_cached_requests", "suffix_decoding_max_spec_factor",
-    "suffix_decoding_min_token_prob", "draft_load_config", "rejection_sample_method",
-    "synthetic_acceptance_rates", "synthetic_acceptance_length", "enable_adaptive_verification",
-    "draft_sample_method", "dspark_draft_topk",
-}  # fmt: skip
+    "enforce_eager",
+    "num_speculative_tokens",
+    "model",
+    "method",
+    "draft_tensor_parallel_size",
+    "tensor_parallel_size",
+    "quantization",
+    "moe_backend",
+    "attention_backend",
+    "kv_cache_dtype",
+    "max_model_len",
+    "revision",
+    "code_revision",
+    "index_share_for_mtp_iteration",
+    "disable_padded_drafter_batch",
+    "disable_eagle_block_drop",
+    "use_local_argmax_reduction",
+    "use_heterogeneous_vocab",
+    "prompt_lookup_max",
+    "prompt_lookup_min",
+    "parallel_drafting",
+    "target_model_config",
+    "target_parallel_config",
+    "num_speculative_tokens_per_batch_size",
+    "draft_model_config",
+    "draft_parallel_config",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor",
+    "suffix_decoding_min_token_prob",
+    "draft_load_config",
+    "rejection_sample_method",
+    "synthetic_acceptance_rates",
+    "synthetic_acceptance_length",
+    "enable_adaptive_verification",
+    "draft_sample_method",
+    "dspark_draft_topk",
+}
 # the same file: SpeculativeMethod's literals that infersize's methods map to
 VLLM_METHODS = {"ngram", "medusa", "mlp_speculator", "draft_model", "eagle", "eagle3", "mtp"}
 
@@ -76,11 +102,19 @@ def vllm_dense_schedule(config: dict, max_num_seqs: int) -> list[int]:
 # subclasses infersize's methods map to (EagleDecodingConfig, Eagle3DecodingConfig,
 # NGramDecodingConfig, DraftTargetDecodingConfig, MTPDecodingConfig)
 TRTLLM_DECODING_BASE_FIELDS = {
-    "max_draft_len", "max_total_draft_tokens", "speculative_model", "max_concurrency",
-    "draft_len_schedule", "load_format", "acceptance_rate_window_size",
-    "acceptance_rate_threshold", "use_rejection_sampling", "allow_advanced_sampling",
-    "advanced_sampling_mode", "enable_penalty",
-}  # fmt: skip
+    "max_draft_len",
+    "max_total_draft_tokens",
+    "speculative_model",
+    "max_concurrency",
+    "draft_len_schedule",
+    "load_format",
+    "acceptance_rate_window_size",
+    "acceptance_rate_threshold",
+    "use_rejection_sampling",
+    "allow_advanced_sampling",
+    "advanced_sampling_mode",
+    "enable_penalty",
+}
 TRTLLM_DECODING_TYPES = {"Eagle", "Eagle3", "NGram", "Draft_Target", "MTP"}
 
 
@@ -125,12 +159,18 @@ def test_the_validators_refuse_what_the_engines_refuse():
     assert vllm_dense_schedule(gap, 8)[1:] == [4, 4, 4, 4, 1, 1, 1, 1]  # gaps and tail inherit
     for bad in ([[2, 8, 4]], [[1, 8, 4], [8, 9, 2]], [[1, 0, 4]], [[1, 8, -1]], [[1, 8]], []):
         with pytest.raises(AssertionError):
-            vllm_dense_schedule({"num_speculative_tokens": 4,
-                                 "num_speculative_tokens_per_batch_size": bad}, 16)  # fmt: skip
+            vllm_dense_schedule(
+                {"num_speculative_tokens": 4, "num_speculative_tokens_per_batch_size": bad}, 16
+            )
     # DecodingBaseConfig's own example: {4: 4, 8: 2, 32: 1} runs 4 at 1-4, 2 at 5-8, 1 at 9-32,
     # none from 33
-    trt = {"speculative_config": {"decoding_type": "MTP", "max_draft_len": 4,
-                                  "draft_len_schedule": {4: 4, 8: 2, 32: 1}}}  # fmt: skip
+    trt = {
+        "speculative_config": {
+            "decoding_type": "MTP",
+            "max_draft_len": 4,
+            "draft_len_schedule": {4: 4, 8: 2, 32: 1},
+        }
+    }
     assert [trtllm_draft_len(trt, b) for b in (1, 4, 5, 8, 9, 32, 33)] == [4, 4, 2, 2, 1, 1, 0]
     trt["speculative_config"]["draft_len_schedule"] = {4: 3, 8: 4}
     with pytest.raises(AssertionError):
@@ -138,13 +178,47 @@ def test_the_validators_refuse_what_the_engines_refuse():
 
 
 SEVERAL_RANGES = [  # deployments whose schedules switch K (engine appended)
-    ["--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft", "llama-3.2-1b", "--gpu",
-     "h100", "--tp", "2", "--context-length", "1024"],
-    ["--target", "llama-3.1-8b", "--draft", "ngram", "--gpu", "h100", "--acceptance-rate",
-     "0.5", "--context-length", "512"],
-    ["--target", "deepseek-v3", "--method", "mtp", "--gpu", "h200", "--tp", "8",
-     "--acceptance-rate", "0.8", "--context-length", "1024"],
-]  # fmt: skip
+    [
+        "--target",
+        "llama-3.1-70b",
+        "--target-quant",
+        "fp8",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+        "--context-length",
+        "1024",
+    ],
+    [
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "ngram",
+        "--gpu",
+        "h100",
+        "--acceptance-rate",
+        "0.5",
+        "--context-length",
+        "512",
+    ],
+    [
+        "--target",
+        "deepseek-v3",
+        "--method",
+        "mtp",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--acceptance-rate",
+        "0.8",
+        "--context-length",
+        "1024",
+    ],
+]
 
 
 def _schedule(runner, tmp_path: Path, args: list[str], engine: str) -> tuple[dict, str]:
@@ -173,9 +247,13 @@ def test_the_vllm_config_is_a_speculative_config_whose_table_vllm_runs_as_priced
         assert config["num_speculative_tokens"] == data["buckets"][0]["static_best_k"] or (
             len(data["buckets"]) == 1
         )
-        config = {**config, "num_speculative_tokens_per_batch_size":
-                  [[b["min_batch"], b["max_batch"], b["draft_k"]] for b in data["buckets"]],
-                  "num_speculative_tokens": largest}  # fmt: skip
+        config = {
+            **config,
+            "num_speculative_tokens_per_batch_size": [
+                [b["min_batch"], b["max_batch"], b["draft_k"]] for b in data["buckets"]
+            ],
+            "num_speculative_tokens": largest,
+        }
     assert config["num_speculative_tokens"] == largest  # nothing is clamped
     table = config["num_speculative_tokens_per_batch_size"]
     assert table[-1][1] == 1024  # the table reaches max_num_seqs

@@ -14,12 +14,32 @@ import pytest
 from infersize.cli import app
 
 DEPLOYMENTS = {
-    "llama-3.1-70b-fp8+1b": ["--target", "llama-3.1-70b", "--target-quant", "fp8", "--draft",
-                             "llama-3.2-1b", "--gpu", "h100", "--tp", "2"],
-    "deepseek-v3-mtp": ["--target", "deepseek-v3", "--method", "mtp", "--gpu", "h200", "--tp",
-                        "8", "--acceptance-rate", "0.8"],
+    "llama-3.1-70b-fp8+1b": [
+        "--target",
+        "llama-3.1-70b",
+        "--target-quant",
+        "fp8",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+    ],
+    "deepseek-v3-mtp": [
+        "--target",
+        "deepseek-v3",
+        "--method",
+        "mtp",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--acceptance-rate",
+        "0.8",
+    ],
     "llama-3.1-8b-eagle3": ["--target", "llama-3.1-8b", "--method", "eagle3", "--gpu", "h100"],
-}  # fmt: skip
+}
 DENSE = ("llama-3.1-70b-fp8+1b", "llama-3.1-8b-eagle3")
 
 
@@ -29,8 +49,12 @@ def _schedule(runner, *args):
     return json.loads(result.stdout)
 
 
-CASES = [(name, engine, context) for name in DEPLOYMENTS for engine in ("vllm", "trtllm", "sglang")
-         for context in ("512", "4096")]  # fmt: skip
+CASES = [
+    (name, engine, context)
+    for name in DEPLOYMENTS
+    for engine in ("vllm", "trtllm", "sglang")
+    for context in ("512", "4096")
+]
 
 
 @pytest.mark.parametrize(("name", "engine", "context"), CASES, ids="-".join)

@@ -62,8 +62,17 @@ SMALL_EXPERTS = (
     "layers run far below the bandwidth the roofline assumes; with steps twice too fast the "
     "closed loop turns over twice as fast and its queue (TTFT) all but vanishes"
 )
-QWEN3_NEXT_FIGURES = ("rps", "output-tps", "ttft-mean", "ttft-p50", "ttft-p99", "tpot-mean",
-                      "tpot-p50", "tpot-p99", "itl-mean")  # fmt: skip
+QWEN3_NEXT_FIGURES = (
+    "rps",
+    "output-tps",
+    "ttft-mean",
+    "ttft-p50",
+    "ttft-p99",
+    "tpot-mean",
+    "tpot-p50",
+    "tpot-p99",
+    "itl-mean",
+)
 KNOWN_MISSES = {
     **{
         f"mushfiq-mistral7b-4090-c{c}-ttft-{s}": LOCKSTEP

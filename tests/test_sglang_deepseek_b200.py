@@ -58,8 +58,10 @@ def test_at_the_default_fraction_the_weights_leave_no_pool_and_sglang_refuses(ca
     assert result.max_total_num_tokens == 0 and not result.fits
     least = math.ceil(weights / FREE * 1000) / 1000
     assert least == 0.891
-    assert any("SGLang refuses to start" in n and f"--mem-fraction-static {least:g}" in n
-               for n in result.notes)  # fmt: skip
+    assert any(
+        "SGLang refuses to start" in n and f"--mem-fraction-static {least:g}" in n
+        for n in result.notes
+    )
 
 
 def test_at_a_fraction_that_holds_the_weights_the_pool_is_positive(catalog):

@@ -10,45 +10,28 @@ import dataclasses
 import numpy as np
 import pytest
 
-from infersize.core.engines import EngineSettings
 from infersize.core.metrics import metrics
 from infersize.core.replica import Load
 from infersize.core.simulate import simulate
 from infersize.core.sla import parse_sla
 from infersize.core.step import StepBatch, engine_step_seconds
 from infersize.service.capacity import (
-    CapacityRequest,
     Traffic,
     make_arm,
-    prepare_capacity,
     serve,
 )
 from infersize.service.capacity_search import capacity
-from infersize.service.request import SpecRequest
-from infersize.service.resolve import DeploymentRequest
-
-INPUT, OUTPUT = 512, 128
-
-
-def prepared_for(catalog, target="llama-3.1-8b", draft="llama-3.2-1b", gpu="h100", **spec):
-    request = CapacityRequest(
-        spec=SpecRequest(
-            deployment=DeploymentRequest(target=target, draft=draft, gpu=gpu),
-            engine=EngineSettings(engine="vllm"),
-            acceptance_rate=0.7,
-            draft_k=3,
-            **spec,
-        ),
-        traffic=Traffic(input_tokens=(INPUT,), output_tokens=(OUTPUT,), request_rate=1.0),
-    )
-    return prepare_capacity(request, catalog)
+from tests.support.serving import INPUT, OUTPUT, prepared_for
 
 
 def traffic(**given):
     values = {
-        "input_tokens": (INPUT,), "output_tokens": (OUTPUT,), "request_rate": 1.0,
-        "requests": 400, "seed": 7,
-    } | given  # fmt: skip
+        "input_tokens": (INPUT,),
+        "output_tokens": (OUTPUT,),
+        "request_rate": 1.0,
+        "requests": 400,
+        "seed": 7,
+    } | given
     return Traffic(**values)
 
 
@@ -63,20 +46,25 @@ def test_one_request_at_a_time_is_the_prefill_step_then_the_decode_step(catalog,
     numbers = prepared.deployment.numbers
     draft = numbers.draft if k else None
     prefill = StepBatch(
-        decode_seqs=0, draft_k=k, decode_context=0.0, prefill_tokens=INPUT,
+        decode_seqs=0,
+        draft_k=k,
+        decode_context=0.0,
+        prefill_tokens=INPUT,
         prefill_attended=INPUT * (INPUT + 1) / 2,
         target_kv_bytes=float(numbers.target.kv.full_bytes_per_token) * INPUT,
         draft_kv_bytes=0.0 if draft is None else float(draft.kv.full_bytes_per_token) * INPUT,
-    )  # fmt: skip
+    )
     ttft = float(engine_step_seconds(numbers.target, draft, prepared.engine, prefill).total)
     assert measured.ttft_s.mean == pytest.approx(ttft, rel=1e-9)
     assert measured.ttft_s.p99 == pytest.approx(ttft, rel=1e-9)
     if k == 0:  # every decode step emits one token: O − 1 steps, contexts I .. I + O − 2
         mean_context = INPUT + (OUTPUT - 2) / 2
         step = StepBatch(
-            decode_seqs=1, draft_k=0, decode_context=mean_context,
+            decode_seqs=1,
+            draft_k=0,
+            decode_context=mean_context,
             target_kv_bytes=float(numbers.target.kv.full_bytes_per_token) * mean_context,
-        )  # fmt: skip
+        )
         tpot = float(engine_step_seconds(numbers.target, None, prepared.engine, step).total)
         assert measured.tpot_s.mean == pytest.approx(tpot, rel=1e-9)
         assert measured.tpot_s.p99 == pytest.approx(tpot, rel=1e-9)
@@ -103,9 +91,11 @@ def load_at(arm, given, rate):
     n = given.requests
     gaps = np.random.default_rng(3).exponential(1.0, n)
     return Load(
-        input_tokens=np.full(n, INPUT), output_tokens=np.full(n, OUTPUT), steps=arm.steps[:n],
+        input_tokens=np.full(n, INPUT),
+        output_tokens=np.full(n, OUTPUT),
+        steps=arm.steps[:n],
         arrivals=np.cumsum(gaps) / rate,
-    )  # fmt: skip
+    )
 
 
 def test_far_below_the_knee_no_request_waits(catalog):

@@ -13,7 +13,7 @@ import pytest
 
 from infersize.cli import app
 from infersize.core.speculative import alpha_for_expected_tokens, alpha_from_system_efficiency
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 DATA = Path(__file__).parent / "data" / "speclogs"
 V1 = "SpecDecoding metrics:"

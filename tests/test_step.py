@@ -41,16 +41,24 @@ def test_the_simulators_table_is_the_step_model(catalog, name, seqs, k, prefill,
     dep = numbers(catalog, name)
     draft = dep.draft if k else None
     batch = StepBatch(
-        decode_seqs=seqs, draft_k=k, decode_context=seqs * context, prefill_tokens=prefill,
-        prefill_attended=prefill * (prefill + 1) / 2.0, target_kv_bytes=seqs * context * 1e5,
+        decode_seqs=seqs,
+        draft_k=k,
+        decode_context=seqs * context,
+        prefill_tokens=prefill,
+        prefill_attended=prefill * (prefill + 1) / 2.0,
+        target_kv_bytes=seqs * context * 1e5,
         draft_kv_bytes=0.0 if draft is None else seqs * context * 2e4,
-    )  # fmt: skip
+    )
     engine = get_engine("vllm")
     table = step_table(dep.target, draft, engine, k, 200 * 7 + 4000)
     looked_up = table.seconds(
-        seqs, prefill, batch.decode_context, batch.prefill_attended, batch.target_kv_bytes,
+        seqs,
+        prefill,
+        batch.decode_context,
+        batch.prefill_attended,
+        batch.target_kv_bytes,
         batch.draft_kv_bytes,
-    )  # fmt: skip
+    )
     exact = float(engine_step_seconds(dep.target, draft, engine, batch).total)
     assert looked_up == pytest.approx(exact, rel=1e-9, abs=1e-12)
 
@@ -78,10 +86,14 @@ def test_prefill_chunks_and_drafts_only_add_time(catalog):
     engine = get_engine("vllm")
     base = decode_batch(dep.target, dep.draft, 32, 4096, 3)
     with_prefill = StepBatch(
-        decode_seqs=32, draft_k=3, decode_context=32 * 4096.0, prefill_tokens=2048,
-        prefill_attended=2048 * 2049 / 2, target_kv_bytes=base.target_kv_bytes,
+        decode_seqs=32,
+        draft_k=3,
+        decode_context=32 * 4096.0,
+        prefill_tokens=2048,
+        prefill_attended=2048 * 2049 / 2,
+        target_kv_bytes=base.target_kv_bytes,
         draft_kv_bytes=base.draft_kv_bytes,
-    )  # fmt: skip
+    )
     decode_only = engine_step_seconds(dep.target, dep.draft, engine, base)
     mixed = engine_step_seconds(dep.target, dep.draft, engine, with_prefill)
     assert float(mixed.target) > float(decode_only.target)

@@ -20,7 +20,7 @@ from infersize.sweep import generations
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
-from tests.conftest import cli_process
+from tests.support.commands import cli_process
 
 SMALL = """\
 name: small
@@ -37,13 +37,38 @@ draft_k: {start: 1, stop: 10, step: 1}
 speedup_model: SPEEDUP
 chunk_cells: 5000
 """
-REQUIRED = ["gpu", "tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype",
-            "context_length", "batch_size", "acceptance_rate", "optimal_k", "speedup",
-            "expected_tokens_per_step", "latency_ratio", "combined_gib", "gpu_memory_gib",
-            "fits"]  # fmt: skip
+REQUIRED = [
+    "gpu",
+    "tp",
+    "target",
+    "target_quant",
+    "draft",
+    "draft_quant",
+    "kv_dtype",
+    "context_length",
+    "batch_size",
+    "acceptance_rate",
+    "optimal_k",
+    "speedup",
+    "expected_tokens_per_step",
+    "latency_ratio",
+    "combined_gib",
+    "gpu_memory_gib",
+    "fits",
+]
 TABLE_FILES = ["frontier.parquet", "frontier.csv", "best_pairs.parquet", "best_pairs.csv"]
-SETTING = ["gpu", "tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype",
-           "context_length", "batch_size", "acceptance_rate"]  # fmt: skip
+SETTING = [
+    "gpu",
+    "tp",
+    "target",
+    "target_quant",
+    "draft",
+    "draft_quant",
+    "kv_dtype",
+    "context_length",
+    "batch_size",
+    "acceptance_rate",
+]
 
 
 def plan_for(tmp_path: Path, text: str):

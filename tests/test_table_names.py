@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from infersize.cli import app
-from tests.test_checkpoints import TINY, llama_tensors, write_folder, write_gguf
+from tests.support.checkpoints import TINY, llama_tensors, write_folder, write_gguf
 
 RULE = (
     "which a spreadsheet runs as a formula: names written into tables may not start with =, +, "
@@ -31,15 +31,20 @@ SPEC = ["spec", "--target", "qwen2.5-7b", "--draft", "none", "--gpu", "our-h100"
 @pytest.mark.parametrize(
     ("name", "alias", "key", "first"),
     [
-        ("'=HYPERLINK(\"http://x\",\"y\")'", "ours", "gpus.0.name", "="),
+        ('\'=HYPERLINK("http://x","y")\'', "ours", "gpus.0.name", "="),
         ("Ours", '"@SUM(1+1)"', "gpus.0.aliases", "@"),
-        ('"+cmd|\' /C calc\'!A0"', "ours", "gpus.0.name", "+"),
+        ("\"+cmd|' /C calc'!A0\"", "ours", "gpus.0.name", "+"),
         ('"-2+3"', "ours", "gpus.0.name", "-"),
         ('"\\tx"', "ours", "gpus.0.name", "\\t"),
     ],
-    ids=["overlay_gpu_name_equals", "overlay_alias_at", "overlay_name_plus_dde",
-         "overlay_name_minus", "overlay_name_tab"],
-)  # fmt: skip
+    ids=[
+        "overlay_gpu_name_equals",
+        "overlay_alias_at",
+        "overlay_name_plus_dde",
+        "overlay_name_minus",
+        "overlay_name_tab",
+    ],
+)
 def test_an_overlay_name_read_as_a_formula_is_refused(runner, tmp_path, name, alias, key, first):
     overlay = tmp_path / "ours.yaml"
     overlay.write_text(GPU.replace("NAME", name).replace("ALIAS", alias))

@@ -93,15 +93,20 @@ def test_the_step_prices_a_trees_verified_tokens_and_its_wide_draft_passes(catal
     the 16 sequences' draft KV once."""
     dep = resolve_deployment(
         DeploymentRequest(target="llama-3.1-8b", draft="eagle3-llama3.1-8b", gpu="h100"),
-        catalog, get_engine("sglang"),
-    ).numbers  # fmt: skip
+        catalog,
+        get_engine("sglang"),
+    ).numbers
     engine, seqs, context, draft_kv = get_engine("sglang"), 16, 1000.0, 16 * 1000.0 * 4096
 
     def step(k: int, tree: Tree) -> StepBatch:
         return StepBatch(
-            decode_seqs=seqs, draft_k=k, decode_context=seqs * context, tree=tree,
-            target_kv_bytes=seqs * context * 131072, draft_kv_bytes=draft_kv,
-        )  # fmt: skip
+            decode_seqs=seqs,
+            draft_k=k,
+            decode_context=seqs * context,
+            tree=tree,
+            target_kv_bytes=seqs * context * 131072,
+            draft_kv_bytes=draft_kv,
+        )
 
     tree = engine_step_seconds(dep.target, dep.draft, engine, step(5, Tree(4, 8)))
     chain7 = engine_step_seconds(dep.target, dep.draft, engine, step(7, CHAIN))

@@ -82,13 +82,18 @@ def test_the_simulators_table_prices_draft_forwards_as_the_step_does(catalog):
     engine = dataclasses.replace(ENGINES["vllm"], draft_forward_overhead_s=3e-4)
     table = step_table(dep.target, dep.draft, engine, 3, 2000)
     batch = StepBatch(
-        decode_seqs=12, draft_k=3, decode_context=12 * 900.0, prefill_tokens=300,
-        prefill_attended=300 * 301 / 2.0, target_kv_bytes=12 * 900 * 2.6e5,
+        decode_seqs=12,
+        draft_k=3,
+        decode_context=12 * 900.0,
+        prefill_tokens=300,
+        prefill_attended=300 * 301 / 2.0,
+        target_kv_bytes=12 * 900 * 2.6e5,
         draft_kv_bytes=12 * 900 * 1.1e5,
-    )  # fmt: skip
+    )
     exact = float(engine_step_seconds(dep.target, dep.draft, engine, batch).total)
-    looked_up = table.seconds(12, 300, 12 * 900.0, 300 * 301 / 2.0, 12 * 900 * 2.6e5,
-                              12 * 900 * 1.1e5)  # fmt: skip
+    looked_up = table.seconds(
+        12, 300, 12 * 900.0, 300 * 301 / 2.0, 12 * 900 * 2.6e5, 12 * 900 * 1.1e5
+    )
     assert looked_up == pytest.approx(exact, rel=1e-9)
 
 
@@ -185,8 +190,19 @@ def test_an_unknown_entrypoint_is_refused():
         configure_engine(EngineSettings(engine="vllm", vllm_entrypoint="batch"))
 
 
-SPEC = ["spec", "--target", "qwen3-32b", "--draft", "qwen3-1.7b", "--gpu", "h100-nvl",
-        "--engine", "vllm", "--acceptance-rate", "0.7"]  # fmt: skip
+SPEC = [
+    "spec",
+    "--target",
+    "qwen3-32b",
+    "--draft",
+    "qwen3-1.7b",
+    "--gpu",
+    "h100-nvl",
+    "--engine",
+    "vllm",
+    "--acceptance-rate",
+    "0.7",
+]
 
 
 def test_spec_states_the_entrypoint_in_the_panel_and_the_json():
@@ -216,10 +232,30 @@ def test_a_wrong_entrypoint_on_the_command_line_is_one_line():
 
 
 def test_capacity_schedules_with_the_entrypoints_batch_defaults():
-    args = ["capacity", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100",
-            "--engine", "vllm", "--acceptance-rate", "0.7", "--draft-k", "3", "--requests",
-            "100", "--input-tokens", "512", "--output-tokens", "64", "--request-rate", "1",
-            "--json"]  # fmt: skip
+    args = [
+        "capacity",
+        "--target",
+        "llama-3.1-8b",
+        "--draft",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "vllm",
+        "--acceptance-rate",
+        "0.7",
+        "--draft-k",
+        "3",
+        "--requests",
+        "100",
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "64",
+        "--request-rate",
+        "1",
+        "--json",
+    ]
     runner = CliRunner()
     serve = json.loads(runner.invoke(app, args).stdout)
     offline = json.loads(runner.invoke(app, [*args, "--vllm-entrypoint", "offline"]).stdout)

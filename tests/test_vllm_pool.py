@@ -30,8 +30,16 @@ from infersize.service.resolve import DeploymentRequest, resolve_deployment
 SERVE_H100 = Profile(8192, 1024)
 
 
-def _capacity(catalog, model_id, pool_gib, context, tp=1, draft_id=None, engine="vllm-0.15",
-              profile=SERVE_H100):  # fmt: skip
+def _capacity(
+    catalog,
+    model_id,
+    pool_gib,
+    context,
+    tp=1,
+    draft_id=None,
+    engine="vllm-0.15",
+    profile=SERVE_H100,
+):
     kv16 = catalog.kv_dtype("bf16")
     layout = kv_layout(catalog.model(model_id), kv16, tp)
     if draft_id is not None:
@@ -150,7 +158,8 @@ def test_default_profile_follows_the_gpu_tier():
 def test_capture_sizes_follow_vllm_rule():
     """VllmConfig._set_cudagraph_sizes: 1, 2, 4, multiples of 8 below 256, of 16 from 256, up to
     min(2 · max_num_seqs · (1 + K), 512, max_num_batched_tokens)."""
-    sizes = capture_sizes(np.array([256, 8, 1024, 4]), np.array([2048, 8192, 8192, 8192]),
-                          np.array([1, 1, 1, 5]))  # fmt: skip
+    sizes = capture_sizes(
+        np.array([256, 8, 1024, 4]), np.array([2048, 8192, 8192, 8192]), np.array([1, 1, 1, 5])
+    )
     # 512: 3 + 31 + 17; 16: 1, 2, 4, 8, 16; 40: 1, 2, 4, 8, ..., 40
     assert sizes.tolist() == [51, 5, 51, 8]

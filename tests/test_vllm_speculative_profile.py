@@ -44,9 +44,16 @@ def test_the_released_log_is_within_five_percent_under_llm_class_defaults(catalo
     profiles 16,384 tokens and 1,024 sequences. The source accounts for 7.56 of the 8.13 GiB
     its log leaves beyond the weights; the prediction is +4.9 % (nothing fitted to this row)."""
     result = spec(
-        catalog, "vllm-0.15", "offline", 5000, target="qwen3-32b", target_quant="bf16",
-        draft="qwen3-1.7b", draft_quant="bf16", gpu="h100-nvl",
-    )  # fmt: skip
+        catalog,
+        "vllm-0.15",
+        "offline",
+        5000,
+        target="qwen3-32b",
+        target_quant="bf16",
+        draft="qwen3-1.7b",
+        draft_quant="bf16",
+        gpu="h100-nvl",
+    )
     assert result.max_num_batched_tokens == 16384 and result.max_num_seqs == ROWS
     assert (result.kv_pool_bytes or 0) / GIB == pytest.approx(11.42, rel=0.05)
     assert result.kv_pool_tokens == pytest.approx(32_528, rel=0.05)
@@ -62,8 +69,15 @@ def test_llama_70b_with_a_1b_draft_at_tp2_keeps_a_pool_on_two_h100s(catalog):
     vocabulary on top of the peak) left none. No rule can give it tens of 4,096-token requests:
     0.9 of the device less both models' weights is 4.41 GiB, and one such request takes 0.69
     GiB of target and draft KV per GPU, so even with nothing else on the GPU at most 6 fit."""
-    result = spec(catalog, "vllm", target="llama-3.3-70b", target_quant="bf16",
-                  draft="llama-3.2-1b", gpu="h100", tp=2)  # fmt: skip
+    result = spec(
+        catalog,
+        "vllm",
+        target="llama-3.3-70b",
+        target_quant="bf16",
+        draft="llama-3.2-1b",
+        gpu="h100",
+        tp=2,
+    )
     assert result.draft is not None
     sampler = 2 * DRY_RUN * ROWS * LLAMA3_VOCAB + (8192 + 2 * ROWS) * 8192 * 2
     assert result.activation_peak_bytes == sampler

@@ -134,14 +134,30 @@ def test_a_run_without_workers_never_imports_joblib(tmp_path):
     joblib to find none (it cost such a run 0.1 s)."""
     code = (
         "import sys\nfrom infersize.cli import app\n"
-        "try:\n    app(" + repr(["sweep", "run", "sweeps/quickstart.yaml", "--out",
-                                str(tmp_path / "out"), "--jobs", "1", "-q"]) + ")\n"
+        "try:\n    app("
+        + repr(
+            [
+                "sweep",
+                "run",
+                "sweeps/quickstart.yaml",
+                "--out",
+                str(tmp_path / "out"),
+                "--jobs",
+                "1",
+                "-q",
+            ]
+        )
+        + ")\n"
         "except SystemExit as exit:\n    print('EXIT', exit.code, file=sys.stderr)\n"
         "print('JOBLIB', 'joblib' in sys.modules, file=sys.stderr)"
-    )  # fmt: skip
+    )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         cwd=Path(__file__).parents[1],
-    )  # fmt: skip
+    )
     assert "EXIT 0" in done.stderr and "JOBLIB False" in done.stderr, done.stderr
     assert (tmp_path / "out" / "frontier.parquet").exists()

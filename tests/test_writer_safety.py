@@ -22,42 +22,8 @@ from infersize.sweep import output, tree
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
-from tests.conftest import cli_process
-
-TINY = """\
-name: tiny
-targets: [qwen2.5-7b, llama-3.1-8b]
-drafts: [qwen2.5-0.5b, llama-3.2-1b]
-gpus: [l4, h100]
-context_lengths: [2048, 8192]
-batch_sizes: [1, 8]
-acceptance_rates: [0.6, 0.8]
-draft_k: {start: 1, stop: 4, step: 1}
-speedup_model: SPEEDUP
-chunk_cells: 1000
-"""
-PUBLISHED = ["frontier.parquet", "frontier.csv", "best_pairs.parquet", "best_pairs.csv",
-             "coverage.parquet", "manifest.json", "sweep.resolved.yaml"]  # fmt: skip
-
-
-def plan_of(tmp: Path, speedup: str = "leviathan", extra: str = ""):
-    path = tmp / f"{speedup}.yaml"
-    path.write_text(TINY.replace("SPEEDUP", speedup) + extra)
-    config, doc = load_sweep(path)
-    return build_plan(config, doc)
-
-
-def published(out: Path) -> dict[str, bytes]:
-    """The tables a reader sees through the folder's links (the manifest without timings)."""
-    tables = {n: (out / n).read_bytes() for n in PUBLISHED if n != "manifest.json"}
-    manifest = json.loads((out / "manifest.json").read_text())
-    for key in ("started_at", "finished_at", "seconds", "cells_per_s", "chunks_resumed"):
-        manifest.pop(key)
-    return {**tables, "manifest": json.dumps(manifest, sort_keys=True).encode()}
-
-
-def temp_files(out: Path) -> list[Path]:
-    return [p for p in out.rglob("*") if ".tmp" in p.name or ".link-" in p.name]
+from tests.support.commands import cli_process
+from tests.support.sweeps import TINY, plan_of, published, temp_files
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,28 @@ from infersize.catalog.hfconfig import CheckpointError, model_from_config
 from infersize.catalog.records import ComponentBytes, Model
 from infersize.files import InputFileError, open_regular, read_input
 
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-               "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8,
-               "F8_E8M0": 1, "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
-               "C64": 8}  # fmt: skip
+DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "U16": 2,
+    "U32": 4,
+    "U64": 8,
+    "F8_E8M0": 1,
+    "F4": 0.5,
+    "F6_E2M3": 0.75,
+    "F6_E3M2": 0.75,
+    "C64": 8,
+}
 MAX_HEADER_BYTES = 100 * 2**20
 
 

@@ -13,9 +13,17 @@ from infersize.catalog.hfconfig import CheckpointError, model_from_config
 from infersize.files import InputFileError, open_regular
 
 # general.architecture -> config.json model_type (llama.cpp writes Mistral as llama)
-ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
-                 "qwen3moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3_text",
-                 "phi3": "phi3", "granite": "granite"}  # fmt: skip
+ARCHITECTURES = {
+    "llama": "llama",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "qwen2moe": "qwen2_moe",
+    "qwen3moe": "qwen3_moe",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3_text",
+    "phi3": "phi3",
+    "granite": "granite",
+}
 FILE_TYPES = {"ALL_F32": "fp32", "MOSTLY_F16": "fp16", "MOSTLY_BF16": "bf16"}
 
 

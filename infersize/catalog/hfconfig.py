@@ -55,14 +55,23 @@ ARCHITECTURES: dict[str, tuple[str, bool, dict[str, Any]]] = {
 
 # (model_type family, vocab size) -> tokenizer family shared with the catalog
 TOKENIZERS = {
-    ("llama", 32000): "llama2", ("llama", 128256): "llama3", ("mistral", 32000): "mistral-v1",
-    ("mixtral", 32000): "mistral-v1", ("mistral", 32768): "mistral-v3",
-    ("mixtral", 32768): "mistral-v3", ("mistral", 131072): "tekken", ("gemma", 256000): "gemma",
-    ("gemma-2", 256000): "gemma", ("gemma-3", 262144): "gemma3", ("gemma-3", 262208): "gemma3",
-    ("phi-3", 32064): "phi3", ("deepseek-v2", 102400): "deepseek-v2",
-    ("deepseek-v3", 129280): "deepseek-v3", ("glm-4.5", 151552): "glm4",
+    ("llama", 32000): "llama2",
+    ("llama", 128256): "llama3",
+    ("mistral", 32000): "mistral-v1",
+    ("mixtral", 32000): "mistral-v1",
+    ("mistral", 32768): "mistral-v3",
+    ("mixtral", 32768): "mistral-v3",
+    ("mistral", 131072): "tekken",
+    ("gemma", 256000): "gemma",
+    ("gemma-2", 256000): "gemma",
+    ("gemma-3", 262144): "gemma3",
+    ("gemma-3", 262208): "gemma3",
+    ("phi-3", 32064): "phi3",
+    ("deepseek-v2", 102400): "deepseek-v2",
+    ("deepseek-v3", 129280): "deepseek-v3",
+    ("glm-4.5", 151552): "glm4",
     ("llama-4", 202048): "llama4",
-}  # fmt: skip
+}
 QWEN_VOCABS = (151936, 152064)
 
 

@@ -52,8 +52,13 @@ def _qwen3_next(config: dict[str, Any]) -> dict[str, Any]:
         linear = sum(1 for t in config["layer_types"] if t == "linear_attention")
     else:
         linear = layers - layers // int(config.get("full_attention_interval", 4))
-    keys = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-            "linear_value_head_dim", "linear_conv_kernel_dim")  # fmt: skip
+    keys = (
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel_dim",
+    )
     out = {key: config[key] for key in keys}
     mtp = int(config.get("num_nextn_predict_layers", 1))
     return {**out, "linear_attention_layers": linear, "mtp_layers": mtp}

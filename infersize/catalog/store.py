@@ -252,9 +252,17 @@ def load_catalog(overlays: tuple[Path, ...] = ()) -> Catalog:
 # the record classes a cached catalog holds, by name: nothing else is rebuilt from the cache
 CACHED_RECORDS: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Model, Gpu, WeightFormat, KvDtype, VisionTower, SupportGroup,
-                PublishedAcceptance, AcceptancePrior)
-}  # fmt: skip
+    for cls in (
+        Model,
+        Gpu,
+        WeightFormat,
+        KvDtype,
+        VisionTower,
+        SupportGroup,
+        PublishedAcceptance,
+        AcceptancePrior,
+    )
+}
 # each table of a catalog: its kind (in messages) and its record class
 TABLE_KINDS: dict[str, tuple[str, type[Record]]] = {
     "models": ("model", Model),

@@ -4,7 +4,7 @@ its config.json's vision_config (the decoder itself is counted from its text fie
 Each counter follows the module layout of the transformers class named in its docstring and
 returns Model fields: `extra_params` (tower and projector) and `vision` (what vLLM profiles
 the encoder on: the patches and prompt tokens of its largest image). Counts equal the
-published totals exactly (tests/test_new_families.py).
+published totals exactly (tests/test_hub_configs_count_and_lay_out_kv.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,13 @@ LLAMA4_MAX_TILES = 16  # Llama4ImageProcessor max_patches: vLLM profiles a 16-ti
 
 
 def _tower(h: int, i: int, patches: int, tokens: int, source: str) -> dict[str, Any]:
-    return {"hidden_size": h, "intermediate_size": i, "patches_per_item": patches,
-            "tokens_per_item": tokens, "source": source}  # fmt: skip
+    return {
+        "hidden_size": h,
+        "intermediate_size": i,
+        "patches_per_item": patches,
+        "tokens_per_item": tokens,
+        "source": source,
+    }
 
 
 def _gemma3(config: dict[str, Any], v: dict[str, Any], text_hidden: int) -> dict[str, Any]:
@@ -42,8 +47,10 @@ def _gemma3(config: dict[str, Any], v: dict[str, Any], text_hidden: int) -> dict
     tower = 3 * int(v["patch_size"]) ** 2 * h + h + patches * h + layers * per_layer + 2 * h
     projector = h * text_hidden + h
     tokens = int(config.get("mm_tokens_per_image", 256)) + 4  # with its begin/end markers
-    return {"extra_params": tower + projector,
-            "vision": _tower(h, i, patches, tokens, "the checkpoint's vision_config")}  # fmt: skip
+    return {
+        "extra_params": tower + projector,
+        "vision": _tower(h, i, patches, tokens, "the checkpoint's vision_config"),
+    }
 
 
 def _pixtral(config: dict[str, Any], v: dict[str, Any], text_hidden: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -121,23 +121,40 @@ def _print_fleet(out_dir: Path, options: dict[str, object], as_json: bool) -> No
     decode_only = ("tp", "target_quant", "draft_quant", "engine", "context", "batch", "alpha")
     given = [name for name in decode_only if options[name] is not None]
     if given:
-        flags = ", ".join("--" + {"context": "context-length", "batch": "batch-size"}.get(n, n)
-                          .replace("_", "-") for n in given)  # fmt: skip
+        flags = ", ".join(
+            "--" + {"context": "context-length", "batch": "batch-size"}.get(n, n).replace("_", "-")
+            for n in given
+        )
         raise InfersizeError(f"{flags} selects decode tables, not --request-rate")
     rate, sla = options["request_rate"], options["sla"]
     if not isinstance(rate, float) or not isinstance(sla, str):
         raise InfersizeError("--request-rate and --sla go together (and --workload)")
     ask = FleetAsk(
-        request_rate=rate, sla=sla, workload=options["workload"], by=options["by"],  # type: ignore[arg-type]
-        scenario=options["scenario"], gpu=options["gpu"], target=options["target"],  # type: ignore[arg-type]
-    )  # fmt: skip
+        request_rate=rate,
+        sla=sla,
+        workload=cast("str | None", options["workload"]),
+        by=cast(str, options["by"]),
+        scenario=cast("int | None", options["scenario"]),
+        gpu=cast("str | None", options["gpu"]),
+        target=cast("str | None", options["target"]),
+    )
     answer = fewest_gpus(out_dir, ask)
     if as_json:
-        typer.echo(json.dumps({
-            "request_rate": rate, "sla": sla, "workload": answer.workload,
-            "target": answer.target, "by": ask.by, "acceptance_scenario": answer.scenario,
-            "rows": answer.rows, "notes": answer.notes,
-        }, indent=2))  # fmt: skip
+        typer.echo(
+            json.dumps(
+                {
+                    "request_rate": rate,
+                    "sla": sla,
+                    "workload": answer.workload,
+                    "target": answer.target,
+                    "by": ask.by,
+                    "acceptance_scenario": answer.scenario,
+                    "rows": answer.rows,
+                    "notes": answer.notes,
+                },
+                indent=2,
+            )
+        )
         return
     fewest = "GPUs" if ask.by == "gpus" else "dollars"
     title = f"Fewest {fewest} per GPU type for {answer.target}: {answer.notes[0]}"

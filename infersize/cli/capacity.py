@@ -156,11 +156,15 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         }
     )
     traffic = Traffic(
-        input_tokens=inputs, output_tokens=outputs, lengths_file=_name(options["lengths"]),
-        request_rate=options["request_rate"], concurrency=options["concurrency"],
-        arrival=parse_arrival(options["arrival"]), requests=options["requests"],
+        input_tokens=inputs,
+        output_tokens=outputs,
+        lengths_file=_name(options["lengths"]),
+        request_rate=options["request_rate"],
+        concurrency=options["concurrency"],
+        arrival=parse_arrival(options["arrival"]),
+        requests=options["requests"],
         seed=options["seed"],
-    )  # fmt: skip
+    )
     return CapacityRequest(
         spec=spec,
         draft_k_auto=auto,

@@ -226,10 +226,10 @@ KvCacheFreeGpuMemoryFraction = Annotated[
 MaxNumTokens = Annotated[
     int | None,
     typer.Option(
-        "--max-num-tokens", help="TensorRT-LLM's tokens per step and profiled prefill (default "
-        "8192).",
+        "--max-num-tokens",
+        help="TensorRT-LLM's tokens per step and profiled prefill (default 8192).",
     ),
-]  # fmt: skip
+]
 MaxBatchSize = Annotated[
     int | None,
     typer.Option("--max-batch-size", help="TensorRT-LLM's most sequences at once (default 2048)."),

@@ -127,8 +127,9 @@ def plot_frontier(
     from infersize.show.figures import frontier_figure, frontier_plot, save
     from infersize.sweep.best import Filters, best_pairs, frontier_rows
 
-    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha,
-                      scenario=scenario)  # fmt: skip
+    filters = Filters(
+        gpu=gpu, context_length=context, batch_size=batch, alpha=alpha, scenario=scenario
+    )
     answer = best_pairs(output_dir, filters)
     selection, best = answer.selection, answer.rows
     if selection is None or best.is_empty():

@@ -36,8 +36,9 @@ def report(
     from infersize.sweep.best import Filters, best_pairs, frontier_rows, read_manifest, read_table
 
     manifest = read_manifest(output_dir)
-    filters = Filters(gpu=gpu, context_length=context, batch_size=batch, alpha=alpha,
-                      scenario=scenario)  # fmt: skip
+    filters = Filters(
+        gpu=gpu, context_length=context, batch_size=batch, alpha=alpha, scenario=scenario
+    )
     answer = best_pairs(output_dir, filters)
     selection = answer.selection
     sections = []
@@ -71,8 +72,9 @@ def _method_curves(output_dir: Path, filters: Any, gpu: str, rows: Any) -> dict[
         points = method_points(
             output_dir, replace(filters, gpu=gpu, target=target, batch_size=None)
         )
-        curves[target] = {m: [(p.batch_size, p.speedup, p.drafter) for p in pts]
-                          for m, pts in points.items()}  # fmt: skip
+        curves[target] = {
+            m: [(p.batch_size, p.speedup, p.drafter) for p in pts] for m, pts in points.items()
+        }
     return curves
 
 
@@ -85,10 +87,16 @@ def _capacity(output_dir: Path, manifest: dict[str, Any]) -> str:
 
     sections = [
         CapacitySection(
-            workload=view.workload, workload_text=view.workload_text, sla=view.sla,
-            sla_terms=view.sla_terms, target=view.target, scenario=view.scenario,
-            answers=view.answers, curves=view.curves, notes=view.notes,
+            workload=view.workload,
+            workload_text=view.workload_text,
+            sla=view.sla,
+            sla_terms=view.sla_terms,
+            target=view.target,
+            scenario=view.scenario,
+            answers=view.answers,
+            curves=view.curves,
+            notes=view.notes,
         )
         for view in fleet_views(output_dir)
-    ]  # fmt: skip
+    ]
     return capacity_html(manifest, sections)

@@ -168,16 +168,20 @@ def _run(
 
 
 def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
-    """What the run found, in the terminal's width and height: per GPU, its best pair by the
-    ranking rule of `best` (target, draft, K) and how many targets have a pair; `best` and
-    `report` show the rest."""
-    import shutil
+    """What the run found, in the terminal's width and height: what it did, then per GPU its
+    best pair by the ranking rule of `best` (target, draft, K) and how many targets have a
+    pair; `best` and `report` show the rest."""
+    _what_it_did(err, manifest, out_dir)
+    _best_per_gpu(out_dir)
 
-    from infersize.show.terminal import console, render_table
-    from infersize.sweep.best import Filters, best_pairs, beyond_context_rows, ranked
+
+def _what_it_did(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
+    """Cells (or capacity rows: a capacity sweep's time goes to its simulations, so cells/s
+    would say nothing) and rows written, rows beyond their models' context, and for a capacity
+    sweep the share the simulator answered and how to ask for a fleet."""
+    from infersize.sweep.best import beyond_context_rows
 
     seconds, capacity = manifest["seconds"]["total"], manifest.get("capacity")
-    # a capacity sweep's time goes to its simulations: cells/s would say nothing
     work = (
         f"{manifest['cells']:,} cells in {seconds:.2f} s ({manifest['cells_per_s']:,} cells/s)"
         if capacity is None
@@ -198,8 +202,16 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         err.print(
             f"capacity: {capacity['simulated_rows']:,} of {capacity['rows']:,} rows answered by "
             f"the simulator; fewest GPUs for a load: infersize best {out_dir} --request-rate R "
-            "--sla NAME"
+            "--sla NAME [--target NAME]"
         )
+
+
+def _best_per_gpu(out_dir: Path) -> None:
+    import shutil
+
+    from infersize.show.terminal import console, render_table
+    from infersize.sweep.best import Filters, best_pairs, ranked
+
     answer = best_pairs(out_dir, Filters())
     if answer.selection is None or answer.rows.is_empty():
         typer.echo("no fitting draft pair at the default selection")
@@ -209,11 +221,17 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
     for (gpu,), group in answer.rows.group_by(["gpu"], maintain_order=True):
         top = ranked(group).row(0, named=True)
         tp = f" tp{top['tp']}" if top["tp"] != 1 else ""
-        rows.append([str(gpu), f"{top['target']} {top['target_quant']}{tp}",
-                     f"{top['draft']} {top['draft_quant']}", str(top["optimal_k"]),
-                     f"{top['speedup']:.2f}x",
-                     f"{top['speculative_tokens_per_s_per_gpu']:,.0f}",
-                     str(group.height)])  # fmt: skip
+        rows.append(
+            [
+                str(gpu),
+                f"{top['target']} {top['target_quant']}{tp}",
+                f"{top['draft']} {top['draft_quant']}",
+                str(top["optimal_k"]),
+                f"{top['speedup']:.2f}x",
+                f"{top['speculative_tokens_per_s_per_gpu']:,.0f}",
+                str(group.height),
+            ]
+        )
     shown = rows[: max(3, size.lines - 12)]
     render_table(
         console(width=size.columns),
@@ -222,8 +240,10 @@ def _summary(err: Console, manifest: dict[str, Any], out_dir: Path) -> None:
         shown,
     )
     more = f"{len(rows) - len(shown)} more GPUs; " if len(shown) < len(rows) else ""
-    typer.echo(f"{more}ranked by tokens/s per GPU, then speedup, then memory; every target's "
-               f"best pair: infersize best {out_dir} (report: HTML)")  # fmt: skip
+    typer.echo(
+        f"{more}ranked by tokens/s per GPU, then speedup, then memory; every target's "
+        f"best pair: infersize best {out_dir} (report: HTML)"
+    )
 
 
 def output_folder(out: Path | None, configured: str | None, name: str) -> Path:

@@ -310,14 +310,18 @@ def configure_engine(settings: EngineSettings) -> Engine:
     sampler = settings.vllm_sampler
     if sampler is not None and sampler not in SAMPLER_BYTES_PER_LOGIT:
         raise UnknownNameError(
-            "vllm_sampler", sampler, SAMPLER_BYTES_PER_LOGIT,
+            "vllm_sampler",
+            sampler,
+            SAMPLER_BYTES_PER_LOGIT,
             hint=f"choose {', '.join(SAMPLER_BYTES_PER_LOGIT)}",
-        )  # fmt: skip
+        )
     if settings.vllm_entrypoint not in VLLM_ENTRYPOINTS:
         raise UnknownNameError(
-            "vllm_entrypoint", settings.vllm_entrypoint, VLLM_ENTRYPOINTS,
+            "vllm_entrypoint",
+            settings.vllm_entrypoint,
+            VLLM_ENTRYPOINTS,
             hint=f"choose {', '.join(VLLM_ENTRYPOINTS)}",
-        )  # fmt: skip
+        )
     return _other_engines(
         replace(
             engine,

@@ -170,9 +170,18 @@ def evaluate(
         speed = plain_speed(on_k.target, engine, ctx, bat)
     else:
         speed = deployment_speed(
-            on_k.target, on_k.draft, engine, model, ctx, bat, alpha, k_axis, gamma,
-            _expected(work, ks), work.tree,
-        )  # fmt: skip
+            on_k.target,
+            on_k.draft,
+            engine,
+            model,
+            ctx,
+            bat,
+            alpha,
+            k_axis,
+            gamma,
+            _expected(work, ks),
+            work.tree,
+        )
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
     fits_k = np.broadcast_to(memory.fits, shape)
     if on_k.draft is not None:  # Medusa heads and MLP stages propose at most their count

@@ -247,10 +247,14 @@ def _fixed_pool(dep: DeploymentNumbers, cells: _Cells, usable: FloatArray, sized
         max_running=sized.running,
     )
     return _Parts(
-        target_kv=floats(used * t_share), target_workspace=floats(sized.activation),
-        draft_kv=floats(used * (1 - t_share)), draft_workspace=np.zeros_like(used),
-        overhead=floats(sized.overhead), budget=budget, pool=memory_pool,
-    )  # fmt: skip
+        target_kv=floats(used * t_share),
+        target_workspace=floats(sized.activation),
+        draft_kv=floats(used * (1 - t_share)),
+        draft_workspace=np.zeros_like(used),
+        overhead=floats(sized.overhead),
+        budget=budget,
+        pool=memory_pool,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -293,9 +297,13 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     tokens = floats(np.maximum(profiled + grown, 0.0))
     activation = floats(chunked * target.activation_bytes_per_token)
     sized = _Sized(
-        tokens=tokens, logged_tokens=tokens, activation=activation, overhead=overhead,
-        fraction=fraction, running=running,
-    )  # fmt: skip
+        tokens=tokens,
+        logged_tokens=tokens,
+        activation=activation,
+        overhead=overhead,
+        fraction=fraction,
+        running=running,
+    )
     return _fixed_pool(dep, cells, usable, sized)
 
 
@@ -306,16 +314,23 @@ def _trtllm(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     overhead = mem.overhead_bytes(engine, dep.tp)
     tokens_run = floats(dep.profile_tokens)
     activation = floats(
-        np.max([engine.activation_factor * tokens_run * s.activation_bytes_per_token
-                for s in sides], axis=0)
-    )  # fmt: skip
+        np.max(
+            [engine.activation_factor * tokens_run * s.activation_bytes_per_token for s in sides],
+            axis=0,
+        )
+    )
     weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
     pool_bytes = trtllm_pool.kv_bytes(engine, usable, weights + activation + overhead)
     per_token = _cell(dep.target) + _cell(dep.draft)
     tokens = floats(np.floor(pool_bytes / np.maximum(per_token, 1e-9)))
     logged = trtllm_pool.logged_tokens(engine, pool_bytes, per_token)
-    sized = _Sized(tokens=tokens, logged_tokens=logged, activation=activation, overhead=overhead,
-                   fraction=floats(engine.free_gpu_memory_fraction))  # fmt: skip
+    sized = _Sized(
+        tokens=tokens,
+        logged_tokens=logged,
+        activation=activation,
+        overhead=overhead,
+        fraction=floats(engine.free_gpu_memory_fraction),
+    )
     return _fixed_pool(dep, cells, usable, sized)
 
 
@@ -346,9 +361,14 @@ def deployment_memory(
     t_weights = floats(dep.target.weights_bytes)
     d_weights = floats(0.0 if dep.draft is None else dep.draft.weights_bytes)
     combined = floats(
-        t_weights + d_weights + p.target_kv + p.target_workspace + p.draft_kv
-        + p.draft_workspace + p.overhead
-    )  # fmt: skip
+        t_weights
+        + d_weights
+        + p.target_kv
+        + p.target_workspace
+        + p.draft_kv
+        + p.draft_workspace
+        + p.overhead
+    )
     return Memory(
         target_weights=t_weights,
         target_kv=p.target_kv,

@@ -39,8 +39,12 @@ ITERATIONS = 200
 QUANTILES = {"mean": None, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 # the standard normal's quantiles at those probabilities (Φ⁻¹; statistics.NormalDist().inv_cdf
 # gives the same digits, tested), kept as numbers: importing `statistics` costs start-up time
-NORMAL_QUANTILE = {0.50: 0.0, 0.90: 1.2815515655446004, 0.95: 1.6448536269514722,
-                   0.99: 2.3263478740408408}  # fmt: skip
+NORMAL_QUANTILE = {
+    0.50: 0.0,
+    0.90: 1.2815515655446004,
+    0.95: 1.6448536269514722,
+    0.99: 2.3263478740408408,
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,16 +93,16 @@ class _Model:
         context = lengths.input_tokens + lengths.output_tokens / 2.0
         layouts = [layout_floats(replica.target_kv), layout_floats(replica.draft_kv)]
         return cls(
-            replica=replica, lengths=lengths, context=context,
+            replica=replica,
+            lengths=lengths,
+            context=context,
             seq_kv=(sequence_kv_bytes(layouts[0], context), sequence_kv_bytes(layouts[1], context)),
             prompt_kv=(
                 sequence_kv_bytes(layouts[0], lengths.input_tokens),
                 sequence_kv_bytes(layouts[1], lengths.input_tokens),
             ),
-            pool_kv=sequence_kv_bytes(
-                layout_floats(replica.pool_kv), context + replica.lookahead
-            ),
-        )  # fmt: skip
+            pool_kv=sequence_kv_bytes(layout_floats(replica.pool_kv), context + replica.lookahead),
+        )
 
     def step(self, decoding: float, prefill: float) -> float:
         """The step model with `decoding` sequences at the mean context and `prefill` prompt
@@ -112,11 +116,14 @@ class _Model:
             room = len(table.target_by_tokens) - 1 - seqs * per_seq
             seconds.append(
                 table.seconds(
-                    seqs, max(min(round(prefill), room), 0), seqs * self.context, attended,
+                    seqs,
+                    max(min(round(prefill), room), 0),
+                    seqs * self.context,
+                    attended,
                     seqs * self.seq_kv[0] + prompts * self.prompt_kv[0],
                     seqs * self.seq_kv[1] + prompts * self.prompt_kv[1],
                 )
-            )  # fmt: skip
+            )
         share = decoding - low
         return seconds[0] * (1.0 - share) + seconds[1] * share
 
@@ -127,9 +134,10 @@ class _Model:
         spread = math.sqrt(3.0 * others)
         low, high = max(others - spread, 0.0), others + spread
         return (
-            self.step(1.0 + low, prefill) + 4.0 * self.step(1.0 + others, prefill)
+            self.step(1.0 + low, prefill)
+            + 4.0 * self.step(1.0 + others, prefill)
             + self.step(1.0 + high, prefill)
-        ) / 6.0  # fmt: skip
+        ) / 6.0
 
 
 def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]:
@@ -211,17 +219,31 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
         itl[name] = t if q is None else t_d + (delta if q > 1.0 - min(others, 1.0) else 0.0)
         e2e[name] = ttft["mean"] + decode_tokens * tpot[name]
     return MeanField(
-        rate=rate, sustained=True, step_s=t, decoding=n, ttft_s=ttft, tpot_s=tpot, itl_s=itl,
-        e2e_s=e2e, limit="",
-    )  # fmt: skip
+        rate=rate,
+        sustained=True,
+        step_s=t,
+        decoding=n,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        itl_s=itl,
+        e2e_s=e2e,
+        limit="",
+    )
 
 
 def _unsustained(rate: float, step_s: float, decoding: float, limit: str) -> MeanField:
     inf = dict.fromkeys(QUANTILES, math.inf)
     return MeanField(
-        rate=rate, sustained=False, step_s=step_s, decoding=decoding, ttft_s=inf, tpot_s=inf,
-        itl_s=inf, e2e_s=inf, limit=limit,
-    )  # fmt: skip
+        rate=rate,
+        sustained=False,
+        step_s=step_s,
+        decoding=decoding,
+        ttft_s=inf,
+        tpot_s=inf,
+        itl_s=inf,
+        e2e_s=inf,
+        limit=limit,
+    )
 
 
 def sustained_rate(replica: Replica, lengths: Lengths) -> float:

@@ -45,9 +45,12 @@ class Stats:
 
     def scaled(self, factor: float) -> Stats:
         return Stats(
-            mean=self.mean * factor, p50=self.p50 * factor, p90=self.p90 * factor,
-            p95=self.p95 * factor, p99=self.p99 * factor,
-        )  # fmt: skip
+            mean=self.mean * factor,
+            p50=self.p50 * factor,
+            p90=self.p90 * factor,
+            p95=self.p95 * factor,
+            p99=self.p99 * factor,
+        )
 
 
 def stats(values: ArrayLike) -> Stats:

@@ -62,6 +62,38 @@ class GiveUp:
     e2e_allowed: int = 0
 
 
+@dataclass
+class Tally:
+    """A run's requests that broke each GiveUp bound so far; `over` is the statistic whose
+    allowance they passed ("" while none has: the last of ttft, tpot, e2e checked wins)."""
+
+    rule: GiveUp
+    ttft: int = 0
+    tpot: int = 0
+    e2e: int = 0
+    over: str = ""
+
+    def _check(self) -> str:
+        rule = self.rule
+        for metric, broken, allowed in (
+            ("ttft", self.ttft, rule.ttft_allowed),
+            ("tpot", self.tpot, rule.tpot_allowed),
+            ("e2e", self.e2e, rule.e2e_allowed),
+        ):
+            if broken > allowed:
+                self.over = metric
+        return self.over
+
+    def first_token(self, ttft: float) -> str:
+        self.ttft += ttft > self.rule.ttft_s
+        return self._check()
+
+    def finished(self, tpot: float, e2e: float) -> str:
+        self.tpot += tpot > self.rule.tpot_s
+        self.e2e += e2e > self.rule.e2e_s
+        return self._check()
+
+
 @dataclass(frozen=True, kw_only=True)
 class Run:
     """What the simulation measured, per request and over the run."""

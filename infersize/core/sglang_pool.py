@@ -68,12 +68,19 @@ def cuda_graph_max_bs(memory_bytes: ArrayLike, tp: ArrayLike) -> FloatArray:
     gib, wide = floats(memory_bytes) / GIB, floats(tp) >= 4
     return floats(
         np.where(
-            gib < 20, 8.0,
-            np.where(gib < 35, np.where(wide, 80.0, 24.0),
-                     np.where(gib < 60, np.where(wide, 160.0, 32.0),
-                              np.where(gib < 160, np.where(wide, 512.0, 256.0), 512.0))),
+            gib < 20,
+            8.0,
+            np.where(
+                gib < 35,
+                np.where(wide, 80.0, 24.0),
+                np.where(
+                    gib < 60,
+                    np.where(wide, 160.0, 32.0),
+                    np.where(gib < 160, np.where(wide, 512.0, 256.0), 512.0),
+                ),
+            ),
         )
-    )  # fmt: skip
+    )
 
 
 def default_mem_fraction(
@@ -94,9 +101,11 @@ def default_mem_fraction(
         return table
     mib = floats(memory_bytes) / MIB
     reserved = (
-        512.0 + 1.5 * np.maximum(floats(chunked_prefill), 2048.0)
-        + 2.0 * cuda_graph_max_bs(memory_bytes, tp) + 1024.0 * ranks / 8.0
-    )  # fmt: skip
+        512.0
+        + 1.5 * np.maximum(floats(chunked_prefill), 2048.0)
+        + 2.0 * cuda_graph_max_bs(memory_bytes, tp)
+        + 1024.0 * ranks / 8.0
+    )
     reserved = np.where(mib > 60 * 1024, np.maximum(reserved, 10 * 1024.0), reserved)
     reserved = reserved + floats(drafter_reserve_mib)
     return floats(np.round((mib - reserved) / mib, 3))
@@ -105,9 +114,12 @@ def default_mem_fraction(
 def drafter_reserve_mib(has_drafter: ArrayLike, is_head: ArrayLike) -> FloatArray:
     """What the 0.5.3+ default holds back for speculation: 2 GiB for a head, 6 for a model."""
     return floats(
-        np.where(floats(has_drafter) > 0,
-                 np.where(floats(is_head) > 0, HEAD_RESERVE_MIB, DRAFT_MODEL_RESERVE_MIB), 0.0)
-    )  # fmt: skip
+        np.where(
+            floats(has_drafter) > 0,
+            np.where(floats(is_head) > 0, HEAD_RESERVE_MIB, DRAFT_MODEL_RESERVE_MIB),
+            0.0,
+        )
+    )
 
 
 def profiled_tokens(

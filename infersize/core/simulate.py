@@ -33,6 +33,7 @@ from infersize.core.replica import (
     Load,
     Replica,
     Run,
+    Tally,
     layout_floats,
     sequence_kv_bytes,
 )
@@ -76,7 +77,8 @@ class _Simulation:
         self.pool, self.target = layout_floats(replica.pool_kv), layout_floats(replica.target_kv)
         self.draft = layout_floats(replica.draft_kv)
         self.capacity = float(replica.kv_capacity_bytes)
-        self.give_up, self.gave_up, self.broken = load.give_up, "", [0, 0, 0]
+        self.tally = None if load.give_up is None else Tally(rule=load.give_up)
+        self.gave_up = ""
         self.windowed = any(layout[1] for layout in (self.pool, self.target, self.draft))
         # without windows an all-decode step is an intercept by count plus a cost per token of
         # context (the step model is affine in it): read both off the table once
@@ -138,15 +140,23 @@ class _Simulation:
         pool, computed = self.pool, self.computed
         return held + sum(sequence_kv_bytes(pool, float(computed[i])) for i in self.prefilling)
 
-    def _step_seconds(self, step: int, prefill: int = 0, attended: float = 0.0,
-                      prefill_kv: tuple[float, float] = (0.0, 0.0)) -> float:  # fmt: skip
+    def _step_seconds(
+        self,
+        step: int,
+        prefill: int = 0,
+        attended: float = 0.0,
+        prefill_kv: tuple[float, float] = (0.0, 0.0),
+    ) -> float:
         decoding = self.decoding
         contexts = self.context_base + self.context_rate * step if decoding else 0.0
         return self.r.table.seconds(
-            len(decoding), prefill, contexts, attended,
+            len(decoding),
+            prefill,
+            contexts,
+            attended,
             self._decode_kv(self.target, step) + prefill_kv[0],
             self._decode_kv(self.draft, step) + prefill_kv[1],
-        )  # fmt: skip
+        )
 
     # ---- requests coming and going ----
 
@@ -188,24 +198,10 @@ class _Simulation:
         if self.sent < self.n:  # closed loop: this client sends its next request now
             self.arrivals.append((t, self.sent))
             self.sent += 1
-        rule = self.give_up
-        if rule is not None:
-            e2e = t - self.arrival[i]
+        if self.tally is not None:
             output = self.outputs[i]
             tpot = (t - self.first_token[i]) / (output - 1) if output > 1 else 0.0
-            self.broken[1] += tpot > rule.tpot_s
-            self.broken[2] += e2e > rule.e2e_s
-            self._check_give_up()
-
-    def _check_give_up(self) -> None:
-        rule, broken = self.give_up, self.broken
-        assert rule is not None
-        if broken[0] > rule.ttft_allowed:
-            self.gave_up = "ttft"
-        if broken[1] > rule.tpot_allowed:
-            self.gave_up = "tpot"
-        if broken[2] > rule.e2e_allowed:
-            self.gave_up = "e2e"
+            self.gave_up = self.tally.finished(tpot, t - self.arrival[i])
 
     def _preempt(self) -> None:
         """The most recently admitted running request gives back its KV and waits at the head
@@ -281,16 +277,15 @@ class _Simulation:
 
     def _computed(self, chunks: list[tuple[int, int]]) -> None:
         """The step's chunks are in the KV cache: a prompt done gives its first token."""
-        computed, prompt, give_up = self.computed, self.prompt, self.give_up
+        computed, prompt, tally = self.computed, self.prompt, self.tally
         for i, take in chunks:
             computed[i] += take
             if computed[i] >= prompt[i]:
                 self.prefilling.remove(i)
                 if self.first_token[i] != self.first_token[i]:  # NaN: its first token now
                     self.first_token[i] = self.t
-                    if give_up is not None:
-                        self.broken[0] += self.t - self.arrival[i] > give_up.ttft_s
-                        self._check_give_up()
+                    if tally is not None:
+                        self.gave_up = tally.first_token(self.t - self.arrival[i])
                 self._start_decoding(i)
 
     def _advance(self, steps: int, first: float, slope: float) -> None:
@@ -376,14 +371,21 @@ class _Simulation:
                 self._preempt()
         itl = np.asarray(self.itl, dtype=np.float64).reshape(-1, 4)
         return Run(
-            arrival=np.asarray(self.arrival), admitted=np.asarray(self.admitted),
-            first_token=np.asarray(self.first_token), finish=np.asarray(self.finish),
+            arrival=np.asarray(self.arrival),
+            admitted=np.asarray(self.admitted),
+            first_token=np.asarray(self.first_token),
+            finish=np.asarray(self.finish),
             output_tokens=np.asarray(self.outputs, dtype=np.int64),
-            running_seconds=self.running_seconds, gave_up=self.gave_up,
-            span=self._span(), open_loop=self.open_loop,
-            preemptions=self.preemptions, itl_first=itl[:, 0], itl_slope=itl[:, 1],
-            itl_steps=itl[:, 2].astype(np.int64), itl_weight=itl[:, 3].astype(np.int64),
-        )  # fmt: skip
+            running_seconds=self.running_seconds,
+            gave_up=self.gave_up,
+            span=self._span(),
+            open_loop=self.open_loop,
+            preemptions=self.preemptions,
+            itl_first=itl[:, 0],
+            itl_slope=itl[:, 1],
+            itl_steps=itl[:, 2].astype(np.int64),
+            itl_weight=itl[:, 3].astype(np.int64),
+        )
 
 
 def simulate(replica: Replica, load: Load) -> Run:

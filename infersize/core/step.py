@@ -204,16 +204,28 @@ def step_table(
     if draft is None or not speculating:
         zeros = (0.0,) * len(t_tokens)
         return StepTable(
-            draft_k=0, target_by_tokens=t_tokens, draft_by_tokens=zeros, target_per_kv_byte=t_kv,
-            target_per_attended=t_att, draft_per_kv_byte=0.0, draft_per_attended=0.0,
-            draft_passes_after_first=0.0, draft_gpu_time=0.0,
-        )  # fmt: skip
+            draft_k=0,
+            target_by_tokens=t_tokens,
+            draft_by_tokens=zeros,
+            target_per_kv_byte=t_kv,
+            target_per_attended=t_att,
+            draft_per_kv_byte=0.0,
+            draft_per_attended=0.0,
+            draft_passes_after_first=0.0,
+            draft_gpu_time=0.0,
+        )
     d_tokens, d_kv, d_att = _pass_table(draft, engine, max_tokens, drafter=True)
     parallel = float(draft.parallel_draft) > 0
     return StepTable(
-        draft_k=draft_k, target_by_tokens=t_tokens, draft_by_tokens=d_tokens,
-        target_per_kv_byte=t_kv, target_per_attended=t_att, draft_per_kv_byte=d_kv,
-        draft_per_attended=d_att, draft_passes_after_first=0.0 if parallel else draft_k - 1.0,
-        draft_gpu_time=float(draft.gpu_time), verify_tokens=int(tree.verify_tokens(draft_k)),
+        draft_k=draft_k,
+        target_by_tokens=t_tokens,
+        draft_by_tokens=d_tokens,
+        target_per_kv_byte=t_kv,
+        target_per_attended=t_att,
+        draft_per_kv_byte=d_kv,
+        draft_per_attended=d_att,
+        draft_passes_after_first=0.0 if parallel else draft_k - 1.0,
+        draft_gpu_time=float(draft.gpu_time),
+        verify_tokens=int(tree.verify_tokens(draft_k)),
         draft_width=int(tree.draft_width()),
-    )  # fmt: skip
+    )

@@ -114,9 +114,11 @@ def forward_peak(side: PoolSide, profile: Profile, engine: Engine) -> FloatArray
     """The decoder forward over max_num_batched_tokens tokens, beside the vision encoder's
     outputs it keeps cached."""
     cached = (
-        _encoder_items(side, profile) * floats(side.encoder_tokens_per_item)
-        * side.hidden_size * ACTIVATION_BYTES
-    )  # fmt: skip
+        _encoder_items(side, profile)
+        * floats(side.encoder_tokens_per_item)
+        * side.hidden_size
+        * ACTIVATION_BYTES
+    )
     tokens = floats(profile.batched_tokens)
     return floats(engine.activation_factor * tokens * side.activation_bytes_per_token + cached)
 

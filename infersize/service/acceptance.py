@@ -56,10 +56,13 @@ def _from_rows(
     """The rows' mean α, with their lowest and highest as the low and high scenarios."""
     alphas = [r.alpha for r in rows]
     return PairAcceptance(
-        low=min(alphas), expected=round(sum(alphas) / len(alphas), 4), high=max(alphas),
-        source=source, detail=f"{detail}; lowest {min(alphas):g}, highest {max(alphas):g}",
+        low=min(alphas),
+        expected=round(sum(alphas) / len(alphas), 4),
+        high=max(alphas),
+        source=source,
+        detail=f"{detail}; lowest {min(alphas):g}, highest {max(alphas):g}",
         positions=head_positions(draft, rows),
-    )  # fmt: skip
+    )
 
 
 def pair_acceptance(

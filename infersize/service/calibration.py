@@ -122,14 +122,18 @@ def engine_settings(row: Row) -> EngineSettings:
     rule = ENGINES[row["engine"]].memory_rule
     if rule == "sglang":
         return EngineSettings(
-            engine=row["engine"], mem_fraction_static=fraction, chunked_prefill_size=tokens,
+            engine=row["engine"],
+            mem_fraction_static=fraction,
+            chunked_prefill_size=tokens,
             max_running_requests=seqs,
-        )  # fmt: skip
+        )
     if rule == "trtllm":
         return EngineSettings(
-            engine=row["engine"], kv_cache_free_gpu_memory_fraction=fraction,
-            max_num_tokens=tokens, max_batch_size=seqs,
-        )  # fmt: skip
+            engine=row["engine"],
+            kv_cache_free_gpu_memory_fraction=fraction,
+            max_num_tokens=tokens,
+            max_batch_size=seqs,
+        )
     return EngineSettings(
         engine=row["engine"],
         gpu_memory_utilization=fraction,
@@ -320,9 +324,11 @@ def split_table(rows: list[Row]) -> str:
         checked = [
             r
             for r in rows
-            if r["split"] == "check" and r["bounded"] == "yes"
-            and r["engine"] == group.engine and r["kind"] in group.kinds
-        ]  # fmt: skip
+            if r["split"] == "check"
+            and r["bounded"] == "yes"
+            and r["engine"] == group.engine
+            and r["kind"] in group.kinds
+        ]
         text = [
             _errors_text(part, [error(r, predict(r, catalog)) for r in part])
             for part in (fitted, checked)

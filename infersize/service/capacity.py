@@ -120,8 +120,10 @@ def validate_traffic(traffic: Traffic, target_request_rate: float | None = None)
     check_range("seed", traffic.seed, SEED_RANGE)
     if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
         raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
-    for name, lengths in (("input_tokens", traffic.input_tokens),
-                          ("output_tokens", traffic.output_tokens)):  # fmt: skip
+    for name, lengths in (
+        ("input_tokens", traffic.input_tokens),
+        ("output_tokens", traffic.output_tokens),
+    ):
         for value in (min(lengths), max(lengths)):
             check_range(name, value, (1, MAX_TOKENS))
 
@@ -172,10 +174,16 @@ def make_arm(
     )
     dep = prepared.deployment
     key = (
-        dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id, dep.kv_dtype.id,
-        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id), prepared.engine,
-        draft_k, prepared.tree,
-    )  # fmt: skip
+        dep.gpu.id,
+        dep.target.tp,
+        dep.target.model.id,
+        dep.target.fmt.id,
+        dep.kv_dtype.id,
+        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id),
+        prepared.engine,
+        draft_k,
+        prepared.tree,
+    )
     if replicas is not None and key in replicas:
         replica = replicas[key]
     else:
@@ -206,9 +214,12 @@ def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
         gaps = unit_gaps(_rng(traffic, 0), n, traffic.arrival)
         arrivals, clients = np.cumsum(gaps) / per_s, None
     return Load(
-        input_tokens=inputs, output_tokens=outputs, steps=arm.steps[:n], arrivals=arrivals,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        steps=arm.steps[:n],
+        arrivals=arrivals,
         concurrency=clients,
-    )  # fmt: skip
+    )
 
 
 def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
@@ -220,9 +231,12 @@ def saturation_rate(arm: Arm, traffic: Traffic) -> float:
     """Requests per second a replica completes when it is always full: a closed loop of as
     many clients as it runs sequences at once."""
     full = Traffic(
-        input_tokens=traffic.input_tokens, output_tokens=traffic.output_tokens,
-        concurrency=arm.replica.max_num_seqs, requests=traffic.requests, seed=traffic.seed,
-    )  # fmt: skip
+        input_tokens=traffic.input_tokens,
+        output_tokens=traffic.output_tokens,
+        concurrency=arm.replica.max_num_seqs,
+        requests=traffic.requests,
+        seed=traffic.seed,
+    )
     return serve(arm, full).requests_per_s
 
 
@@ -311,9 +325,11 @@ def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
     check_range("headroom", req.headroom, HEADROOM_RANGE)
     if req.target_request_rate is not None:
         check_range(
-            "target_request_rate", req.target_request_rate, FLEET_RATE_RANGE,
+            "target_request_rate",
+            req.target_request_rate,
+            FLEET_RATE_RANGE,
             "a number of requests/s ",
-        )  # fmt: skip
+        )
     _check_vacuous(req)
     prepared = prepare(req.spec, catalog)
     if prepared.deployment.support.level == "unsupported":

@@ -36,10 +36,11 @@ def fleet(
     gpus = None if replicas is None else replicas * tp
     low, high = capacity.interval or (capacity.max_request_rate, capacity.max_request_rate)
     return Fleet(
-        replicas=replicas, gpus=gpus,
+        replicas=replicas,
+        gpus=gpus,
         gpus_interval=None if capacity.interval is None else (gpus_at(high), gpus_at(low)),
         usd_per_hour=None if gpus is None or price is None else round(gpus * price, 2),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,11 +37,15 @@ def floor_remedy(req: CapacityRequest, catalog: Catalog, draft_k: int, tp: int) 
     larger = [size for size in tensor_parallel_sizes(heads) if size > tp]
     by_tp = next((size for size in larger if _clears(req, catalog, draft_k, size, gpu)), None)
     faster = sorted(
-        (g for g in catalog.gpus.records.values()
-         if g.vendor == dep.gpu.vendor and g.memory_bytes >= dep.gpu.memory_bytes
-         and g.bandwidth_gb_per_s > dep.gpu.bandwidth_gb_per_s),
+        (
+            g
+            for g in catalog.gpus.records.values()
+            if g.vendor == dep.gpu.vendor
+            and g.memory_bytes >= dep.gpu.memory_bytes
+            and g.bandwidth_gb_per_s > dep.gpu.bandwidth_gb_per_s
+        ),
         key=lambda g: (g.bandwidth_gb_per_s, g.id),
-    )[:GPU_TRIES]  # fmt: skip
+    )[:GPU_TRIES]
     by_gpu = next((g for g in faster if _clears(req, catalog, draft_k, tp, g.id)), None)
     cures = ([f"TP {by_tp}"] if by_tp else []) + ([f"an {by_gpu.name}"] if by_gpu else [])
     if not cures:

@@ -33,9 +33,11 @@ def tp_sizes(req: CapacityRequest, catalog: Catalog) -> list[int]:
 def at_tp(req: CapacityRequest, tp: int, replications: int | None = None) -> CapacityRequest:
     deployment = dataclasses.replace(req.spec.deployment, tp=tp)
     return dataclasses.replace(
-        req, spec=dataclasses.replace(req.spec, deployment=deployment), tp_auto=False,
+        req,
+        spec=dataclasses.replace(req.spec, deployment=deployment),
+        tp_auto=False,
         replications=req.replications if replications is None else replications,
-    )  # fmt: skip
+    )
 
 
 def _cost(req: CapacityRequest, arm: ArmResult | None) -> tuple[float, float, int]:

@@ -43,10 +43,19 @@ def baseline_key(prepared: Prepared, req: CapacityRequest) -> BaselineKey:
     traffic, the SLA and the fleet asked (not the drafter, nor its acceptance)."""
     dep = prepared.deployment
     return (
-        dep.gpu.id, dep.target.tp, dep.target.model.id, dep.target.fmt.id, dep.kv_dtype.id,
-        float(dep.numbers.price_usd_per_hour), prepared.engine, req.traffic, req.sla,
-        req.target_request_rate, req.headroom, req.replications,
-    )  # fmt: skip
+        dep.gpu.id,
+        dep.target.tp,
+        dep.target.model.id,
+        dep.target.fmt.id,
+        dep.kv_dtype.id,
+        float(dep.numbers.price_usd_per_hour),
+        prepared.engine,
+        req.traffic,
+        req.sla,
+        req.target_request_rate,
+        req.headroom,
+        req.replications,
+    )
 
 
 def _price(prepared: Prepared) -> float | None:
@@ -84,9 +93,11 @@ def _arm_result(
 ) -> ArmResult:
     """The arm's answer: the capacity's replications, its fleet, its metrics at the load."""
     sla = req.sla
-    capacity = None if sla is None or first is None else (
-        replicated(first, arm, req.traffic, sla, req.replications)
-    )  # fmt: skip
+    capacity = (
+        None
+        if sla is None or first is None
+        else (replicated(first, arm, req.traffic, sla, req.replications))
+    )
     tp = prepared.deployment.target.tp
     fleet_ = None
     if capacity is not None and req.target_request_rate is not None:
@@ -100,20 +111,27 @@ def _arm_result(
     pool = arm.replica.pool_kv
     per_token = float(pool.full_bytes_per_token) + float(pool.window_bytes_per_token)
     return ArmResult(
-        draft_k=arm.draft_k, tp=tp, load=load, load_request_rate=rate,
-        ttft_ms=measured.ttft_s.scaled(1e3), tpot_ms=measured.tpot_s.scaled(1e3),
-        itl_ms=measured.itl_s.scaled(1e3), e2e_latency_s=measured.e2e_s,
+        draft_k=arm.draft_k,
+        tp=tp,
+        load=load,
+        load_request_rate=rate,
+        ttft_ms=measured.ttft_s.scaled(1e3),
+        tpot_ms=measured.tpot_s.scaled(1e3),
+        itl_ms=measured.itl_s.scaled(1e3),
+        e2e_latency_s=measured.e2e_s,
         output_tokens_per_s=measured.output_tokens_per_s,
         requests_per_s=measured.requests_per_s,
         mean_running_sequences=measured.mean_running_sequences,
         preemptions=measured.preemptions,
-        meets_sla=None if sla is None else not broken, sla_breaches=tuple(broken),
+        meets_sla=None if sla is None else not broken,
+        sla_breaches=tuple(broken),
         latency_floor=None if capacity is None else capacity.floor,
-        capacity=capacity, fleet=fleet_,
+        capacity=capacity,
+        fleet=fleet_,
         max_num_seqs=arm.replica.max_num_seqs,
         max_num_batched_tokens=arm.replica.max_num_batched_tokens,
         kv_pool_tokens=int(arm.replica.kv_capacity_bytes / max(per_token, 1e-9)),
-    )  # fmt: skip
+    )
 
 
 def _first(
@@ -182,9 +200,11 @@ def run_capacity(
             firsts[0] = (make_arm(prepared, req.traffic, 0), baseline.capacity)
         scale = _screen_scale(prepared, req, baseline)
         k = speculative_k(prepared, req, firsts, scale)
-        speculative = baseline if k == 0 else _arm_result(
-            prepared, req, *firsts.get(k) or _first(prepared, req, k, scale)
-        )  # fmt: skip
+        speculative = (
+            baseline
+            if k == 0
+            else _arm_result(prepared, req, *firsts.get(k) or _first(prepared, req, k, scale))
+        )
         if req.draft_k_auto and _rate(speculative) < _rate(baseline):
             speculative = baseline  # over all replications K = 0 serves more: it is the answer
     baseline = _with_remedy(req, catalog, baseline)
@@ -222,18 +242,25 @@ def assemble(
         target=dep.target.model.id,
         draft=None if dep.draft is None else dep.draft.model.id,
         method=None if dep.draft is None else prepared_method(prepared),
-        gpu=dep.gpu.id, gpu_name=dep.gpu.name, engine=dep.engine.name, workload=workload,
+        gpu=dep.gpu.id,
+        gpu_name=dep.gpu.name,
+        engine=dep.engine.name,
+        workload=workload,
         sla=None if req.sla is None else str(req.sla),
         acceptance_rate=prepared.alpha if dep.draft else None,
-        acceptance_source=None if dep.draft is None else (
-            prepared.acceptance.source if prepared.acceptance else "given"
-        ),
-        baseline=baseline, speculative=speculative,
+        acceptance_source=None
+        if dep.draft is None
+        else (prepared.acceptance.source if prepared.acceptance else "given"),
+        baseline=baseline,
+        speculative=speculative,
         draft_fits=None if dep.draft is None else draft_fits(prepared, req),
-        target_request_rate=req.target_request_rate, headroom=req.headroom,
-        price_usd_per_hour=_price(prepared), confidence=confidence, confidence_reason=reason,
+        target_request_rate=req.target_request_rate,
+        headroom=req.headroom,
+        price_usd_per_hour=_price(prepared),
+        confidence=confidence,
+        confidence_reason=reason,
         notes=capacity_notes(prepared, req, arms),
-    )  # fmt: skip
+    )
 
 
 def prepared_method(prepared: Prepared) -> str | None:
@@ -260,32 +287,47 @@ def capacity_json(result: CapacityResult) -> dict[str, Any]:
     """The stable JSON object: each arm's metrics, the capacities and fleets by arm, with
     their intervals."""
     data: dict[str, Any] = {
-        "target": result.target, "draft": result.draft, "method": result.method,
-        "gpu": result.gpu, "gpu_name": result.gpu_name, "tp": result.tp,
-        "engine": result.engine, "workload": result.workload, "sla": result.sla,
-        "acceptance_rate": result.acceptance_rate, "acceptance_source": result.acceptance_source,
-    }  # fmt: skip
+        "target": result.target,
+        "draft": result.draft,
+        "method": result.method,
+        "gpu": result.gpu,
+        "gpu_name": result.gpu_name,
+        "tp": result.tp,
+        "engine": result.engine,
+        "workload": result.workload,
+        "sla": result.sla,
+        "acceptance_rate": result.acceptance_rate,
+        "acceptance_source": result.acceptance_source,
+    }
     for name in ARMS:
         arm = result.arms.get(name)
         data[name] = None if arm is None else _arm_json(arm)
     with_sla = result.sla is not None
     with_fleet = with_sla and result.target_request_rate is not None
-    capacity = {"max_request_rate": lambda a: a.capacity.max_request_rate,
-                "max_request_rate_interval": lambda a: _pair(a.capacity.interval)}  # fmt: skip
-    fleets = {"replicas": lambda a: a.fleet.replicas, "gpus": lambda a: a.fleet.gpus,
-              "gpus_interval": lambda a: _pair(a.fleet.gpus_interval),
-              "usd_per_hour": lambda a: a.fleet.usd_per_hour}  # fmt: skip
+    capacity = {
+        "max_request_rate": lambda a: a.capacity.max_request_rate,
+        "max_request_rate_interval": lambda a: _pair(a.capacity.interval),
+    }
+    fleets = {
+        "replicas": lambda a: a.fleet.replicas,
+        "gpus": lambda a: a.fleet.gpus,
+        "gpus_interval": lambda a: _pair(a.fleet.gpus_interval),
+        "usd_per_hour": lambda a: a.fleet.usd_per_hour,
+    }
     for key, value in capacity.items():
         data[key] = _by_arm(result, value) if with_sla else None
     for key, value in fleets.items():
         data[key] = _by_arm(result, value) if with_fleet else None
     data |= {
-        "target_request_rate": result.target_request_rate, "headroom": result.headroom,
+        "target_request_rate": result.target_request_rate,
+        "headroom": result.headroom,
         "speculation_saves_gpus": result.speculation_saves_gpus,
-        "price_usd_per_hour": result.price_usd_per_hour, "draft_fits": result.draft_fits,
-        "confidence": result.confidence, "confidence_reason": result.confidence_reason,
+        "price_usd_per_hour": result.price_usd_per_hour,
+        "draft_fits": result.draft_fits,
+        "confidence": result.confidence,
+        "confidence_reason": result.confidence_reason,
         "notes": list(result.notes),
-    }  # fmt: skip
+    }
     return data
 
 
@@ -299,18 +341,28 @@ def _arm_json(arm: ArmResult) -> dict[str, Any]:
         for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s")
     }
     data |= {
-        "output_tokens_per_s": arm.output_tokens_per_s, "requests_per_s": arm.requests_per_s,
-        "mean_running_sequences": arm.mean_running_sequences, "preemptions": arm.preemptions,
-        "draft_k": arm.draft_k, "tp": arm.tp, "load": arm.load, "meets_sla": arm.meets_sla,
+        "output_tokens_per_s": arm.output_tokens_per_s,
+        "requests_per_s": arm.requests_per_s,
+        "mean_running_sequences": arm.mean_running_sequences,
+        "preemptions": arm.preemptions,
+        "draft_k": arm.draft_k,
+        "tp": arm.tp,
+        "load": arm.load,
+        "meets_sla": arm.meets_sla,
         "sla_breaches": list(arm.sla_breaches),
-        "latency_floor": None if arm.latency_floor is None else {
-            "term": arm.latency_floor.term, "share": arm.latency_floor.share,
-            "near_floor": arm.latency_floor.near_floor, "at_floor": arm.latency_floor.at_floor,
+        "latency_floor": None
+        if arm.latency_floor is None
+        else {
+            "term": arm.latency_floor.term,
+            "share": arm.latency_floor.share,
+            "near_floor": arm.latency_floor.near_floor,
+            "at_floor": arm.latency_floor.at_floor,
             "remedy": arm.floor_remedy,
         },
         "max_request_rate": None if arm.capacity is None else arm.capacity.max_request_rate,
         "max_request_rate_why": None if arm.capacity is None else arm.capacity.why,
-        "max_num_seqs": arm.max_num_seqs, "max_num_batched_tokens": arm.max_num_batched_tokens,
+        "max_num_seqs": arm.max_num_seqs,
+        "max_num_batched_tokens": arm.max_num_batched_tokens,
         "kv_pool_tokens": arm.kv_pool_tokens,
-    }  # fmt: skip
+    }
     return data

@@ -71,9 +71,12 @@ def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]
 def alone(arm: Arm, traffic: Traffic) -> ServingMetrics:
     """The arm serving one request at a time: the latency no load can go below."""
     lone = Traffic(
-        input_tokens=traffic.input_tokens, output_tokens=traffic.output_tokens, concurrency=1,
-        requests=min(traffic.requests, LONE_REQUESTS), seed=traffic.seed,
-    )  # fmt: skip
+        input_tokens=traffic.input_tokens,
+        output_tokens=traffic.output_tokens,
+        concurrency=1,
+        requests=min(traffic.requests, LONE_REQUESTS),
+        seed=traffic.seed,
+    )
     return serve(arm, lone)
 
 
@@ -152,8 +155,9 @@ def first_replication(arm: Arm, traffic: Traffic, sla: Sla, guess: float | None 
     breaks = sla_breaches(lone, sla)
     if breaks:
         why = f"one request alone already breaks the SLA ({'; '.join(breaks)})"
-        return Capacity(max_request_rate=0.0, replications=(0.0,), interval=None, why=why,
-                        floor=floor)  # fmt: skip
+        return Capacity(
+            max_request_rate=0.0, replications=(0.0,), interval=None, why=why, floor=floor
+        )
     probes = _Probes(arm=arm, traffic=traffic, sla=sla)
     if guess is not None and guess > 0.0:
         answer = _search(probes, guess, GUESSED_STEP, BISECTION_TOLERANCE)
@@ -161,8 +165,13 @@ def first_replication(arm: Arm, traffic: Traffic, sla: Sla, guess: float | None 
         ceiling = max(sustained_rate(arm.replica, arm.lengths), 1.0 / lone.e2e_s.mean)
         guess = mean_field_capacity(arm, sla, ceiling)
         answer = _search(probes, guess, RATE_STEP, BISECTION_TOLERANCE)
-    return Capacity(max_request_rate=answer, replications=(answer,), interval=None,
-                    why=_why(probes, answer), floor=floor)  # fmt: skip
+    return Capacity(
+        max_request_rate=answer,
+        replications=(answer,),
+        interval=None,
+        why=_why(probes, answer),
+        floor=floor,
+    )
 
 
 def replicated(first: Capacity, arm: Arm, traffic: Traffic, sla: Sla, count: int) -> Capacity:
@@ -178,9 +187,11 @@ def replicated(first: Capacity, arm: Arm, traffic: Traffic, sla: Sla, count: int
     else:
         answers = [0.0] * count
     return dataclasses.replace(
-        first, max_request_rate=mean(answers), replications=tuple(answers),
+        first,
+        max_request_rate=mean(answers),
+        replications=tuple(answers),
         interval=prediction_interval(answers),
-    )  # fmt: skip
+    )
 
 
 def capacity(arm: Arm, traffic: Traffic, sla: Sla, replications: int = 1) -> Capacity:

@@ -70,9 +70,13 @@ def deployment_speedup_vs_k(req: SpecRequest, catalog: Catalog) -> KCurve:
     runs = prepared.deployment.support.level != "unsupported"  # as spec's "fits"
     best = int(ev.optimal.k) if bool(ev.fits_any) and runs else None
     return KCurve(
-        alpha=prepared.alpha, ks=ev.ks, speedup=floats(ev.speed.speedup),
-        fits=ev.fits_k & runs, best_k=best, model=prepared.model,
-    )  # fmt: skip
+        alpha=prepared.alpha,
+        ks=ev.ks,
+        speedup=floats(ev.speed.speedup),
+        fits=ev.fits_k & runs,
+        best_k=best,
+        model=prepared.model,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

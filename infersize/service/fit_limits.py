@@ -98,10 +98,13 @@ def _change_that_fits(
     the GPU runs natively first, then the most weight bits, then the widest KV dtype. Each is
     None when it stays as asked."""
     options = sorted(
-        ((level, f, k) for level, f in _lighter_formats(catalog, dep) for k in _narrower_kv(
-            catalog, dep)),
+        (
+            (level, f, k)
+            for level, f in _lighter_formats(catalog, dep)
+            for k in _narrower_kv(catalog, dep)
+        ),
         key=lambda o: (o[0], -o[1].linear_bits_per_weight, -o[2].bytes_per_element, o[1].id),
-    )  # fmt: skip
+    )
     for _, fmt, kv in options:
         if (fmt.id, kv.id) == (dep.target.fmt.id, dep.kv_dtype.id):
             continue

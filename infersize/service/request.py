@@ -106,9 +106,9 @@ def validate_request(req: SpecRequest) -> None:
         _finite("latency_ratio", req.latency_ratio)
         if not 0.01 <= req.latency_ratio <= 1e6:
             raise ValueRangeError(
-                "latency_ratio", f"must be in [0.01, 1e6] (target step / draft step), got "
-                f"{req.latency_ratio:g}"
-            )  # fmt: skip
+                "latency_ratio",
+                f"must be in [0.01, 1e6] (target step / draft step), got {req.latency_ratio:g}",
+            )
     price = req.deployment.price_usd_per_hour
     if price is not None:
         _finite("price_usd_per_hour", price)
@@ -240,10 +240,17 @@ class Prepared:
         req = self.request
         crossover = float(
             crossover_batch(
-                self.deployment.numbers, self.engine, self.model, req.context_length,
-                self.alpha, req.draft_k, req.latency_ratio, self.rates, self.tree,
+                self.deployment.numbers,
+                self.engine,
+                self.model,
+                req.context_length,
+                self.alpha,
+                req.draft_k,
+                req.latency_ratio,
+                self.rates,
+                self.tree,
             )
-        )  # fmt: skip
+        )
         return None if math.isnan(crossover) else int(crossover)
 
 
@@ -272,9 +279,16 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     else:
         positions = None  # a profile says its own positions
     return Prepared(
-        request=req, deployment=dep, engine=engine, model=model, alpha=alpha,
-        acceptance=acceptance, rates=rates, tree=tree, positions=positions,
-    )  # fmt: skip
+        request=req,
+        deployment=dep,
+        engine=engine,
+        model=model,
+        alpha=alpha,
+        acceptance=acceptance,
+        rates=rates,
+        tree=tree,
+        positions=positions,
+    )
 
 
 def _kind(req: SpecRequest) -> str | None:

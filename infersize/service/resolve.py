@@ -99,9 +99,11 @@ def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
     ]
     if not heads:
         known = sorted(
-            t for m in catalog.models.records.values() if m.speculator == method.speculator
+            t
+            for m in catalog.models.records.values()
+            if m.speculator == method.speculator
             for t in m.speculator_for
-        )  # fmt: skip
+        )
         have = f"; the catalog has {method.name} drafters for {', '.join(known)}" if known else ""
         raise InfersizeError(
             f"no published {method.name} drafter for {target.id} in the catalog{have}; give "

@@ -144,12 +144,16 @@ def _buckets(ev: Evaluation, ranges: list[Range], static: int, most: int) -> tup
         row = r.stop - 1
         buckets.append(
             Bucket(
-                min_batch=r.start + 1, max_batch=most if i == len(ranges) - 1 else r.stop,
-                draft_k=r.k, tpot_ms=float(tpot[row]), output_tokens_per_s=float(tokens[row]),
-                speedup=float(speedup[row]), static_best_k=static,
+                min_batch=r.start + 1,
+                max_batch=most if i == len(ranges) - 1 else r.stop,
+                draft_k=r.k,
+                tpot_ms=float(tpot[row]),
+                output_tokens_per_s=float(tokens[row]),
+                speedup=float(speedup[row]),
+                static_best_k=static,
                 static_best_speedup=float(static_speedup[row]),
             )
-        )  # fmt: skip
+        )
     return tuple(buckets)
 
 
@@ -167,13 +171,21 @@ def run_schedule(req: ScheduleRequest, catalog: Catalog) -> ScheduleResult:
     batches = floats(np.arange(1, most + 1))
     ev = prepared.evaluate(batch=batches)
     top, ks = _priced(ev, dep.support.level != "unsupported")
-    choice = Choice(prepared=prepared, family=family, most=most, top=top, ranges=[], static=0,
-                    ev=ev)  # fmt: skip
+    choice = Choice(
+        prepared=prepared, family=family, most=most, top=top, ranges=[], static=0, ev=ev
+    )
     if top == 0:
         notes = schedule_notes(choice, None, False)
-        return ScheduleResult(engine=family, buckets=(), config=None, notes=notes,
-                              scheduled=False, deployment=_words(prepared), max_batch=most,
-                              curve=None)  # fmt: skip
+        return ScheduleResult(
+            engine=family,
+            buckets=(),
+            config=None,
+            notes=notes,
+            scheduled=False,
+            deployment=_words(prepared),
+            max_batch=most,
+            curve=None,
+        )
     full = np.broadcast_to(np.asarray(ev.speed.speedup), np.asarray(ev.fits_k).shape)
     speedup = with_plain(floats(full[:top, :ks]))
     static, ranges = schedule(speedup, batches[:top])
@@ -190,11 +202,15 @@ def run_schedule(req: ScheduleRequest, catalog: Catalog) -> ScheduleResult:
     if not scheduled and len(table) > 1:
         table = [(1, most, static)]
     return ScheduleResult(
-        engine=family, buckets=_buckets(ev, ranges, static, most),
-        config=engine_config(family, dep, method, table), scheduled=scheduled,
-        notes=schedule_notes(choice, gain, scheduled), deployment=_words(prepared),
-        max_batch=most, curve=curve,
-    )  # fmt: skip
+        engine=family,
+        buckets=_buckets(ev, ranges, static, most),
+        config=engine_config(family, dep, method, table),
+        scheduled=scheduled,
+        notes=schedule_notes(choice, gain, scheduled),
+        deployment=_words(prepared),
+        max_batch=most,
+        curve=curve,
+    )
 
 
 def _curve(
@@ -202,10 +218,13 @@ def _curve(
 ) -> ScheduleCurve:
     ks = np.concatenate([np.full(r.stop - r.start, r.k) for r in ranges]).astype(np.int64)
     return ScheduleCurve(
-        batches=batches, draft_k=ks, speedup=speedup_of(speedup, ranges),
-        best_speedup=floats(np.max(speedup, axis=1)), static_speedup=floats(speedup[:, static]),
+        batches=batches,
+        draft_k=ks,
+        speedup=speedup_of(speedup, ranges),
+        best_speedup=floats(np.max(speedup, axis=1)),
+        static_speedup=floats(speedup[:, static]),
         static_k=static,
-    )  # fmt: skip
+    )
 
 
 def _words(prepared: Prepared) -> str:

@@ -39,18 +39,37 @@ Table = list[tuple[int, int, int]]  # inclusive (first batch, last batch, K) ran
 
 FAMILIES = ("vllm", "trtllm", "sglang")  # an engine's memory_rule names its family
 # the engine setting that caps the sequences run at once, which the table must reach
-RUNNING_SETTING = {"vllm": "max_num_seqs", "trtllm": "max_batch_size",
-                   "sglang": "max_running_requests"}  # fmt: skip
-VLLM_METHODS = {"draft": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp",
-                "medusa": "medusa", "mlp-speculator": "mlp_speculator",
-                "ngram": "ngram"}  # fmt: skip
+RUNNING_SETTING = {
+    "vllm": "max_num_seqs",
+    "trtllm": "max_batch_size",
+    "sglang": "max_running_requests",
+}
+VLLM_METHODS = {
+    "draft": "draft_model",
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "mtp": "mtp",
+    "medusa": "medusa",
+    "mlp-speculator": "mlp_speculator",
+    "ngram": "ngram",
+}
 # TensorRT-LLM's decoding_type of each method (its PyTorch backend has no Medusa or MLP
 # speculator); "Draft_Target" was "DraftTarget" in older releases
-TRTLLM_TYPES = {"draft": "Draft_Target", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP",
-                "ngram": "NGram"}  # fmt: skip
+TRTLLM_TYPES = {
+    "draft": "Draft_Target",
+    "eagle": "Eagle",
+    "eagle3": "Eagle3",
+    "mtp": "MTP",
+    "ngram": "NGram",
+}
 # SGLang's --speculative-algorithm of each method (NEXTN runs the checkpoint's MTP layer)
-SGLANG_ALGORITHMS = {"draft": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
-                     "ngram": "NGRAM"}  # fmt: skip
+SGLANG_ALGORITHMS = {
+    "draft": "STANDALONE",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "mtp": "NEXTN",
+    "ngram": "NGRAM",
+}
 # The earliest vLLM release known to take num_speculative_tokens_per_batch_size (merged
 # 2026-06-14; 0.27.1 ran it in the measurement below); the vllm-0.15 preset (0.11-0.17) predates it
 VLLM_SCHEDULE_SINCE = (0, 27)

@@ -167,10 +167,13 @@ def _decision(choice: Choice, gain: FloatArray, scheduled: bool) -> str:
         return (
             "no public measurement says what running with draft_len_schedule costs TensorRT-LLM"
             f" (it captures CUDA graphs at the schedule's keys too): {switch}={choice.static} "
-            + (f"by up to {most}, more than the {MARGIN:.0%} margin" if scheduled else
-               f"by at most {most}, within the {MARGIN:.0%} margin: not worth emitting, config "
-               f"runs K={choice.static} at every batch")
-        )  # fmt: skip
+            + (
+                f"by up to {most}, more than the {MARGIN:.0%} margin"
+                if scheduled
+                else f"by at most {most}, within the {MARGIN:.0%} margin: not worth emitting, "
+                f"config runs K={choice.static} at every batch"
+            )
+        )
     return _vllm_decision(choice, gain, switch, scheduled)
 
 

@@ -97,9 +97,10 @@ def spec_notes(
         notes.insert(0, _big_draft_warning(dep))
     if result.confidence == LOW and result.speedup is not None:
         notes.append(
-            low_confidence_reason(target.num_experts or 0, target.num_experts_per_tok or 0,
-                                  result.batch_size)
-        )  # fmt: skip
+            low_confidence_reason(
+                target.num_experts or 0, target.num_experts_per_tok or 0, result.batch_size
+            )
+        )
     if draft and model.note:
         notes.append(model.note)
     if (fraction_note := _sglang_fraction_note(result)) is not None:

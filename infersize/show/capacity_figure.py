@@ -63,13 +63,15 @@ def _panel(
         k = f" (K={curve.draft_k})" if curve.arm == "speculative" else ""
         for statistic, style in (("p50", "-"), ("p99", "--")):
             values = [m.value(metric, statistic) * 1e3 for m in curve.measured]
-            ax.plot(curve.rates, values, style, color=color, marker=".",
-                    label=f"{name}{k} {statistic}")  # fmt: skip
+            ax.plot(
+                curve.rates, values, style, color=color, marker=".", label=f"{name}{k} {statistic}"
+            )
         arm = result.baseline if curve.arm == "baseline" else result.speculative
         top = None if arm is None or arm.capacity is None else arm.capacity.max_request_rate
         if top:
-            ax.axvline(top, color=color, linestyle=":",
-                       label=f"{name}: SLA met up to {top:.3g} req/s")  # fmt: skip
+            ax.axvline(
+                top, color=color, linestyle=":", label=f"{name}: SLA met up to {top:.3g} req/s"
+            )
     limits = _sla_limits_ms(result)
     title = label
     if metric in limits:
@@ -108,8 +110,9 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
 
 # each arm's line style, width and legend label
 ARMS: tuple[tuple[Literal["-", "--"], float, str], ...] = (
-    ("-", 2.6, "speculation"), ("--", 1.4, "plain decoding"),
-)  # fmt: skip
+    ("-", 2.6, "speculation"),
+    ("--", 1.4, "plain decoding"),
+)
 
 
 def _fleet_panel(ax: Axes, panel: FleetPanel, colors: dict[str, str]) -> None:
@@ -134,10 +137,11 @@ def _legend(gpus: list[str], colors: dict[str, str], width: float) -> tuple[list
     figure's width holds (about 0.065 inch a letter at 8 points)."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=colors[gpu], linewidth=2.6, label=literal(gpu))
-               for gpu in gpus]  # fmt: skip
-    handles += [Line2D([], [], color="0.25", linestyle=style, linewidth=line, label=how)
-                for style, line, how in ARMS]  # fmt: skip
+    handles = [Line2D([], [], color=colors[gpu], linewidth=2.6, label=literal(gpu)) for gpu in gpus]
+    handles += [
+        Line2D([], [], color="0.25", linestyle=style, linewidth=line, label=how)
+        for style, line, how in ARMS
+    ]
     entry = 0.75 + 0.065 * max(len(name) for name in [*gpus, *(how for *_, how in ARMS)])
     return handles, max(1, min(len(handles), 5, int((width - 0.4) / entry)))
 
@@ -172,10 +176,27 @@ def fleet_figure(panels: Sequence[FleetPanel], question: str) -> Figure:
     if one:
         axes[0].set_title(literal("\n".join(lines)), fontsize=11)
     else:
-        fig.suptitle(literal("\n".join(lines)), x=(left + right) / 2, y=1 - 0.1 / height,
-                     va="top", fontsize=11)  # fmt: skip
-    fig.legend(handles=handles, loc="lower center", ncols=legend_columns, fontsize=8,
-               frameon=False, bbox_to_anchor=((left + right) / 2, 0))  # fmt: skip
-    fig.subplots_adjust(left=left, right=right, top=1 - above / height, bottom=below / height,
-                        wspace=0.16, hspace=0.4)  # fmt: skip
+        fig.suptitle(
+            literal("\n".join(lines)),
+            x=(left + right) / 2,
+            y=1 - 0.1 / height,
+            va="top",
+            fontsize=11,
+        )
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncols=legend_columns,
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=((left + right) / 2, 0),
+    )
+    fig.subplots_adjust(
+        left=left,
+        right=right,
+        top=1 - above / height,
+        bottom=below / height,
+        wspace=0.16,
+        hspace=0.4,
+    )
     return fig

@@ -107,15 +107,19 @@ def _sla_rows(r: CapacityResult, arms: list[ArmResult]) -> list[list[str]]:
         )
     if r.target_request_rate is not None:
         rows += [
-            [f"replicas for {r.target_request_rate:g} req/s",
-             *(_number(None if a.fleet is None else a.fleet.replicas) for a in arms)],
+            [
+                f"replicas for {r.target_request_rate:g} req/s",
+                *(_number(None if a.fleet is None else a.fleet.replicas) for a in arms),
+            ],
             ["GPUs", *(_gpus_cell(a) for a in arms)],
-        ]  # fmt: skip
+        ]
         if r.price_usd_per_hour is not None:
             rows.append(
-                ["$/hour", *(_number(None if a.fleet is None else a.fleet.usd_per_hour)
-                             for a in arms)]
-            )  # fmt: skip
+                [
+                    "$/hour",
+                    *(_number(None if a.fleet is None else a.fleet.usd_per_hour) for a in arms),
+                ]
+            )
     return rows
 
 
@@ -161,8 +165,9 @@ def render_capacity(console: Console, r: CapacityResult) -> None:
     console.print(_deployment_line(r), markup=False, highlight=False)
     console.print(
         f"Workload:    {lengths}; {load}; {w['requests']:,} requests, seed {w['seed']}",
-        markup=False, highlight=False,
-    )  # fmt: skip
+        markup=False,
+        highlight=False,
+    )
     if r.sla:
         console.print(f"SLA:         {r.sla}", markup=False, highlight=False)
     table = Table(box=box.SIMPLE_HEAD)
@@ -195,8 +200,16 @@ def render_capacity(console: Console, r: CapacityResult) -> None:
 
 
 FLEET_COLUMNS = [
-    "gpu", "plain decoding", "GPUs", "$/h", "with speculation", "K", "GPUs ", "$/h ", "saves",
-]  # fmt: skip
+    "gpu",
+    "plain decoding",
+    "GPUs",
+    "$/h",
+    "with speculation",
+    "K",
+    "GPUs ",
+    "$/h ",
+    "saves",
+]
 
 
 def _deployment(row: dict[str, Any] | None, speculative: bool) -> str:
@@ -216,13 +229,17 @@ def fleet_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     for entry in rows:
         plain, spec = entry["plain"], entry["speculative"]
         saves = entry["speculation_saves_gpus"]
-        out.append([
-            str(entry["gpu"]), _deployment(plain, False),
-            _number(None if plain is None else plain["gpus"]),
-            _number(None if plain is None else plain["usd_per_hour"]),
-            _deployment(spec, True), "-" if spec is None else str(spec["draft_k"]),
-            _number(None if spec is None else spec["gpus"]),
-            _number(None if spec is None else spec["usd_per_hour"]),
-            "-" if saves is None else f"{saves:+d}",
-        ])  # fmt: skip
+        out.append(
+            [
+                str(entry["gpu"]),
+                _deployment(plain, False),
+                _number(None if plain is None else plain["gpus"]),
+                _number(None if plain is None else plain["usd_per_hour"]),
+                _deployment(spec, True),
+                "-" if spec is None else str(spec["draft_k"]),
+                _number(None if spec is None else spec["gpus"]),
+                _number(None if spec is None else spec["usd_per_hour"]),
+                "-" if saves is None else f"{saves:+d}",
+            ]
+        )
     return out

@@ -20,8 +20,13 @@ from infersize.files import InputFileError, atomic_write, decode_text, read_inpu
 # what infersize writes into each object, and nothing else (a file holding more is a user's)
 VLLM_KEYS = {"method", "model", "num_speculative_tokens", "num_speculative_tokens_per_batch_size"}
 TRTLLM_KEYS = {"decoding_type", "max_draft_len", "speculative_model", "draft_len_schedule"}
-SGLANG_KEYS = {"speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
-               "speculative_eagle_topk", "speculative_num_draft_tokens"}  # fmt: skip
+SGLANG_KEYS = {
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+}
 TRTLLM_HEADER = (
     "# TensorRT-LLM LLM-API options written by infersize schedule:\n"
     "# trtllm-serve MODEL --extra_llm_api_options THIS_FILE\n"
@@ -32,12 +37,12 @@ TRTLLM_KEYS_NOTE = (
 )
 # where each engine takes it (the panel's heading over it)
 HOW = {
-    "vllm": 'vllm serve MODEL with (--out FILE writes the JSON, for --speculative-config '
-            '"$(cat FILE)")',
+    "vllm": "vllm serve MODEL with (--out FILE writes the JSON, for --speculative-config "
+    '"$(cat FILE)")',
     "trtllm": "trtllm-serve MODEL --extra_llm_api_options FILE, FILE holding (--out FILE "
-              "writes it)",
+    "writes it)",
     "sglang": "python -m sglang.launch_server --model-path MODEL with (--out FILE writes them)",
-}  # fmt: skip
+}
 
 
 def config_text(engine: str, config: Any) -> str:

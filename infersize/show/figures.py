@@ -102,15 +102,27 @@ def speedup_vs_k_figure(
         (line,) = ax.plot(ks[fits], speedup[fits], marker=".", label=f"α = {curve.alpha:g}")
         if not fits.all():
             ax.plot(ks, speedup, linestyle=":", color=line.get_color(), alpha=0.6)
-            ax.plot(ks[~fits], speedup[~fits], linestyle="none", marker="o", mfc="none",
-                    color=line.get_color(), label=f"α = {curve.alpha:g}: does not fit")  # fmt: skip
+            ax.plot(
+                ks[~fits],
+                speedup[~fits],
+                linestyle="none",
+                marker="o",
+                mfc="none",
+                color=line.get_color(),
+                label=f"α = {curve.alpha:g}: does not fit",
+            )
         if curve.best_k is not None and curve.best_speedup is not None:
             best = (float(curve.best_k), curve.best_speedup)
             ax.plot(*best, marker="*", markersize=14, color=line.get_color())
             ax.annotate(  # above and right of the star: clear of a chosen-K line through it
-                f"K*={curve.best_k}", best, textcoords="offset points", xytext=(7, 5),
-                fontsize=8, ha="left", va="bottom",
-            )  # fmt: skip
+                f"K*={curve.best_k}",
+                best,
+                textcoords="offset points",
+                xytext=(7, 5),
+                fontsize=8,
+                ha="left",
+                va="bottom",
+            )
     if marked_k is not None:
         ax.axvline(marked_k, color="grey", linestyle=":", label=f"chosen K = {marked_k}")
     ax.axhline(1.0, color="black", linewidth=0.8)
@@ -134,14 +146,24 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     ax.plot(batches[fits], speedup[fits], marker="o", label="fits in memory")
     if not fits.all():
         limit = batches[fits].max() if fits.any() else None
-        ax.plot(batches, speedup, linestyle=":", color="grey", alpha=0.7,
-                label="does not fit (more memory needed)")  # fmt: skip
+        ax.plot(
+            batches,
+            speedup,
+            linestyle=":",
+            color="grey",
+            alpha=0.7,
+            label="does not fit (more memory needed)",
+        )
         if limit is not None:
             ax.axvline(limit, color="grey", linewidth=1.2, label=f"memory limit: batch {limit:g}")
     ax.axhline(1.0, color="black", linewidth=0.8)
     if curve.crossover is not None:
-        ax.axvline(curve.crossover, color="red", linestyle="--",
-                   label=f"crossover: batch {curve.crossover}")  # fmt: skip
+        ax.axvline(
+            curve.crossover,
+            color="red",
+            linestyle="--",
+            label=f"crossover: batch {curve.crossover}",
+        )
     ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size (sequences)")
@@ -214,19 +236,41 @@ def frontier_figure(plot: FrontierPlot) -> Figure:
         color, marker = palette(i % palette.N), "os^Dv"[(i // palette.N) % 5]
         label = series.name if series.best is None else f"{series.name}: ★ {series.best[0]}"
         label = literal(label)
-        ax.scatter(series.memory_gib, series.speedup, s=16, label=label, color=color,
-                   marker=marker, alpha=0.8)  # fmt: skip
+        ax.scatter(
+            series.memory_gib,
+            series.speedup,
+            s=16,
+            label=label,
+            color=color,
+            marker=marker,
+            alpha=0.8,
+        )
         ax.step(series.steps_gib, series.steps_speedup, where="post", alpha=0.5, color=color)
         if series.best is not None:
-            ax.plot([series.best[1]], [series.best[2]], linestyle="none", marker="*",
-                    markersize=14, color=color, markeredgecolor="black")  # fmt: skip
+            ax.plot(
+                [series.best[1]],
+                [series.best[2]],
+                linestyle="none",
+                marker="*",
+                markersize=14,
+                color=color,
+                markeredgecolor="black",
+            )
     ax.set_xlabel("combined memory per GPU (GiB)")
     ax.set_ylabel("speedup")
-    ax.set_title(literal(f"{plot.gpu}: frontier (★ best pair: most tokens/s per GPU)\n"
-                         f"at {plot.selection}"), fontsize=10)  # fmt: skip
+    ax.set_title(
+        literal(f"{plot.gpu}: frontier (★ best pair: most tokens/s per GPU)\nat {plot.selection}"),
+        fontsize=10,
+    )
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-              title="target: ★ best draft, K", title_fontsize=7)  # fmt: skip
+    ax.legend(
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+        title="target: ★ best draft, K",
+        title_fontsize=7,
+    )
     return fig
 
 

@@ -31,8 +31,14 @@ def schedule_figure(result: ScheduleResult) -> Figure:
     k_ax.set_yticks(range(int(k_ax.get_ylim()[1]) + 1))
     s_ax.plot(batches, curve.speedup, color="C0", linewidth=2, label="schedule: K per batch size")
     s_ax.plot(batches, curve.static_speedup, color="C1", linestyle="--", label=static)
-    s_ax.plot(batches, curve.best_speedup, color="grey", linestyle=":", linewidth=1.2,
-              label="best K at each batch (no noise margin)")  # fmt: skip
+    s_ax.plot(
+        batches,
+        curve.best_speedup,
+        color="grey",
+        linestyle=":",
+        linewidth=1.2,
+        label="best K at each batch (no noise margin)",
+    )
     s_ax.axhline(1.0, color="black", linewidth=0.8)
     s_ax.set_ylabel("speedup over K = 0")
     top = int(batches[-1])

@@ -25,11 +25,14 @@ def render_schedule(console: Console, r: ScheduleResult) -> None:
         table.add_column(f"static K={static}", justify="right")
         for b in r.buckets:
             table.add_row(
-                f"{b.min_batch:,}-{b.max_batch:,}", str(b.draft_k),
-                f"{min(b.max_batch, priced):,}", f"{b.tpot_ms:.2f}",
-                f"{b.output_tokens_per_s:,.0f}", f"{b.speedup:.2f}x",
+                f"{b.min_batch:,}-{b.max_batch:,}",
+                str(b.draft_k),
+                f"{min(b.max_batch, priced):,}",
+                f"{b.tpot_ms:.2f}",
+                f"{b.output_tokens_per_s:,.0f}",
+                f"{b.speedup:.2f}x",
                 f"{b.static_best_speedup:.2f}x",
-            )  # fmt: skip
+            )
         console.print(table)
         console.print(
             Text(

@@ -204,15 +204,24 @@ def _render_pool(console: Console, r: SpecResult, units: str) -> None:
     size = _size(r.kv_pool_bytes or 0, units)
     if r.max_total_num_tokens is not None:
         pools = "; the draft's pool holds as many" if r.draft else ""
-        _next(console, "KV Cache is allocated", f"#tokens: {r.max_total_num_tokens:,} ({size} "
-              f"per GPU{pools}); max_running_requests {r.max_running_requests}")  # fmt: skip
+        _next(
+            console,
+            "KV Cache is allocated",
+            f"#tokens: {r.max_total_num_tokens:,} ({size} "
+            f"per GPU{pools}); max_running_requests {r.max_running_requests}",
+        )
     elif r.max_tokens_in_paged_kv_cache is not None:
-        _next(console, "Max tokens in KV cache", f"{r.max_tokens_in_paged_kv_cache:,} ({size} per "
-              f"GPU, target and draft); max_batch_size {r.max_batch_size}")  # fmt: skip
+        _next(
+            console,
+            "Max tokens in KV cache",
+            f"{r.max_tokens_in_paged_kv_cache:,} ({size} per "
+            f"GPU, target and draft); max_batch_size {r.max_batch_size}",
+        )
     else:
         layers = "target and draft layers, one pool" if r.draft else "one pool"
-        _next(console, "GPU KV cache size", f"{r.kv_pool_tokens:,} tokens ({size} per GPU; "
-              f"{layers})")  # fmt: skip
+        _next(
+            console, "GPU KV cache size", f"{r.kv_pool_tokens:,} tokens ({size} per GPU; {layers})"
+        )
     _next(
         console,
         "Maximum concurrency",

@@ -16,10 +16,26 @@ TEXT_COLUMNS = ("id", "name", "family", "tokenizer", "gpu", "target", "draft", "
 
 
 # what a terminal that cannot show them gets instead (a latin-1 or ASCII locale)
-ASCII_FALLBACK = str.maketrans({
-    "α": "alpha", "γ": "gamma", "★": "*", "×": "x", "→": "->", "−": "-", "…": "...", "≤": "<=",
-    "≥": ">=", "·": "*", "—": "-", "–": "-", "↓": " down", "↑": " up", "²": "^2", "√": "sqrt",
-})  # fmt: skip
+ASCII_FALLBACK = str.maketrans(
+    {
+        "α": "alpha",
+        "γ": "gamma",
+        "★": "*",
+        "×": "x",
+        "→": "->",
+        "−": "-",
+        "…": "...",
+        "≤": "<=",
+        "≥": ">=",
+        "·": "*",
+        "—": "-",
+        "–": "-",
+        "↓": " down",
+        "↑": " up",
+        "²": "^2",
+        "√": "sqrt",
+    }
+)
 
 
 class _Transliterating(io.TextIOBase):
@@ -95,9 +111,19 @@ def render_table(
 
 
 BEST_COLUMNS = [
-    "gpu", "target", "tp", "KV", "draft", "method", "K", "speedup", "tokens/s", "tok/s/GPU",
-    "GiB", "$/Mtok",
-]  # fmt: skip
+    "gpu",
+    "target",
+    "tp",
+    "KV",
+    "draft",
+    "method",
+    "K",
+    "speedup",
+    "tokens/s",
+    "tok/s/GPU",
+    "GiB",
+    "$/Mtok",
+]
 
 
 def best_rows(rows: Sequence[dict[str, object]]) -> list[list[str]]:

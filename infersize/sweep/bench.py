@@ -28,8 +28,12 @@ from infersize.service.context import max_context_tokens
 from infersize.sweep.plan import Plan, make_chunks
 from infersize.sweep.settings import Scoring, Setting
 
-PAIRS = [("qwen2.5-7b", "qwen2.5-0.5b"), ("qwen2.5-32b", "qwen2.5-1.5b"),
-         ("llama-3.1-8b", "llama-3.2-1b"), ("llama-3.1-70b", "llama-3.2-1b")]  # fmt: skip
+PAIRS = [
+    ("qwen2.5-7b", "qwen2.5-0.5b"),
+    ("qwen2.5-32b", "qwen2.5-1.5b"),
+    ("llama-3.1-8b", "llama-3.2-1b"),
+    ("llama-3.1-70b", "llama-3.2-1b"),
+]
 
 
 @dataclass(frozen=True)

@@ -163,17 +163,24 @@ def _answer(part: _Slice, target: str | None, rate: float, by: str) -> FleetAnsw
         of_gpu = frame.filter(pl.col("gpu") == gpu)
         plain, spec = _best(of_gpu, "baseline", by), _best(of_gpu, "speculative", by)
         saves = None if plain is None or spec is None else plain["gpus"] - spec["gpus"]
-        rows.append({
-            "gpu": gpu, "gpu_name": of_gpu["gpu_name"][0], "plain": plain, "speculative": spec,
-            "speculation_saves_gpus": saves,
-        })  # fmt: skip
+        rows.append(
+            {
+                "gpu": gpu,
+                "gpu_name": of_gpu["gpu_name"][0],
+                "plain": plain,
+                "speculative": spec,
+                "speculation_saves_gpus": saves,
+            }
+        )
     beyond = sorted(set(part.rows["target"].to_list()) - set(targets))
     notes = [
         f"{part.workload} at {rate:g} requests/s, SLA {part.sla}; α scenario {part.scenario}; "
         f"headroom {part.headroom:g}",
-        *(f"{other} cannot hold the {part.workload} workload's requests "
-          "(max_position_embeddings)" for other in beyond),
-    ]  # fmt: skip
+        *(
+            f"{other} cannot hold the {part.workload} workload's requests (max_position_embeddings)"
+            for other in beyond
+        ),
+    ]
     return FleetAnswer(
         rows=rows, workload=part.workload, scenario=part.scenario, target=chosen, notes=notes
     )
@@ -280,10 +287,17 @@ def fleet_views(out_dir: Path) -> list[FleetView]:
         part = _slice(out_dir, FleetAsk(request_rate=rates[0], sla=sla, workload=workload))
         for target in _targets(part) if not part.held.is_empty() else []:
             answers = [(rate, _answer(part, target, rate, "gpus")) for rate in rates]
-            views.append(FleetView(
-                workload=workload, workload_text=_workload_text(rows, rates), sla=sla,
-                sla_terms=terms, target=target, scenario=part.scenario,
-                answers=[(rate, answer.rows) for rate, answer in answers],
-                curves=_panel(part, target, every_rate).curves, notes=answers[0][1].notes[1:],
-            ))  # fmt: skip
+            views.append(
+                FleetView(
+                    workload=workload,
+                    workload_text=_workload_text(rows, rates),
+                    sla=sla,
+                    sla_terms=terms,
+                    target=target,
+                    scenario=part.scenario,
+                    answers=[(rate, answer.rows) for rate, answer in answers],
+                    curves=_panel(part, target, every_rate).curves,
+                    notes=answers[0][1].notes[1:],
+                )
+            )
     return views

@@ -16,10 +16,12 @@ def _per_arm(name: str, kind: Kind, unit: str, description: str) -> tuple[Column
 
 def _latency(metric: str, statistic: str) -> tuple[Column, ...]:
     return _per_arm(
-        f"{metric}_{statistic}_ms", "float", "ms",
+        f"{metric}_{statistic}_ms",
+        "float",
+        "ms",
         f"{statistic} {metric.upper()} at the target rate's load per replica (target rate / "
         "replicas); null where no rate meets the SLA",
-    )  # fmt: skip
+    )
 
 
 CAPACITY_COLUMNS: tuple[Column, ...] = (

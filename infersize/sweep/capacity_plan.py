@@ -40,12 +40,15 @@ def capacity_plan(cfg: SweepConfig, doc: YamlDocument) -> CapacityPlan | None:
         rates = entry.target_request_rates or cfg.target_request_rates or []
         workloads.append(
             Workload(
-                name=entry.name, input_tokens=inputs, output_tokens=outputs,
-                lengths_file=entry.lengths, arrival=entry.arrival,
+                name=entry.name,
+                input_tokens=inputs,
+                output_tokens=outputs,
+                lengths_file=entry.lengths,
+                arrival=entry.arrival,
                 target_request_rates=tuple(dict.fromkeys(float(r) for r in rates)),
                 kind=entry.kind or cfg.workload_kind,
             )
-        )  # fmt: skip
+        )
     options = cfg.capacity
     return CapacityPlan(
         workloads=tuple(workloads),

@@ -105,9 +105,12 @@ def iter_cases(settings: tuple[Setting, ...], plan: CapacityPlan, scenarios: int
             for sla_name, sla in plan.slas:
                 for scenario in range(scenarios):
                     yield Case(
-                        setting=setting, workload=workload, sla_name=sla_name, sla=sla,
+                        setting=setting,
+                        workload=workload,
+                        sla_name=sla_name,
+                        sla=sla,
                         scenario=scenario,
-                    )  # fmt: skip
+                    )
 
 
 def capacity_request(
@@ -116,30 +119,47 @@ def capacity_request(
     """The `infersize capacity --draft-k auto` request a row answers (K over the sweep's)."""
     s, w = case.setting, case.workload
     deployment = DeploymentRequest(
-        target=s.target, gpu=s.gpu, target_quant=s.target_quant, draft=s.draft,
-        draft_quant=s.draft_quant, kv_dtype=s.kv_dtype, tp=s.tp,
-        price_usd_per_hour=s.price_usd_per_hour, allow_cross_tokenizer=True,
-    )  # fmt: skip
+        target=s.target,
+        gpu=s.gpu,
+        target_quant=s.target_quant,
+        draft=s.draft,
+        draft_quant=s.draft_quant,
+        kv_dtype=s.kv_dtype,
+        tp=s.tp,
+        price_usd_per_hour=s.price_usd_per_hour,
+        allow_cross_tokenizer=True,
+    )
     tree = scoring.eagle_topk > 1
     spec = SpecRequest(
-        deployment=deployment, engine=scoring.engine, max_k=max_k,
+        deployment=deployment,
+        engine=scoring.engine,
+        max_k=max_k,
         draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
         context_length=w.longest_request_tokens,
         acceptance_rate=None if s.profile else s.alpha_on(w.kind, case.scenario),
-        acceptance_rates=s.profile, acceptance_positions=s.acceptance_positions,
+        acceptance_rates=s.profile,
+        acceptance_positions=s.acceptance_positions,
         eagle_topk=scoring.eagle_topk,
         num_draft_tokens=scoring.num_draft_tokens if tree else None,
-    )  # fmt: skip
+    )
     traffic = Traffic(
-        input_tokens=w.input_tokens, output_tokens=w.output_tokens, lengths_file=w.lengths_file,
-        request_rate=w.target_request_rates[0], arrival=parse_arrival(w.arrival),
-        requests=plan.requests, seed=plan.seed,
-    )  # fmt: skip
+        input_tokens=w.input_tokens,
+        output_tokens=w.output_tokens,
+        lengths_file=w.lengths_file,
+        request_rate=w.target_request_rates[0],
+        arrival=parse_arrival(w.arrival),
+        requests=plan.requests,
+        seed=plan.seed,
+    )
     return CapacityRequest(
-        spec=spec, draft_k_auto=True, traffic=traffic, sla=parse_sla(case.sla),
-        target_request_rate=w.target_request_rates[0], headroom=plan.headroom,
+        spec=spec,
+        draft_k_auto=True,
+        traffic=traffic,
+        sla=parse_sla(case.sla),
+        target_request_rate=w.target_request_rates[0],
+        headroom=plan.headroom,
         replications=plan.replications,
-    )  # fmt: skip
+    )
 
 
 def _screen_rate(arm: Arm, request: CapacityRequest) -> float:
@@ -218,11 +238,16 @@ def screen(
             spec_arm, request.traffic, spec * (1.0 - PROBE_MARGIN), request.sla
         )
     return Answer(
-        draft_k=k, max_request_rate=(base, spec), simulated=False,
-        interval=(limit.interval, spec_interval), unsure=not checked,
-        latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
-                         _at_rates(spec_latency, request, spec, rates)),
-    )  # fmt: skip
+        draft_k=k,
+        max_request_rate=(base, spec),
+        simulated=False,
+        interval=(limit.interval, spec_interval),
+        unsure=not checked,
+        latency_ms=_pair(
+            _at_rates(plain_latency, request, base, rates),
+            _at_rates(spec_latency, request, spec, rates),
+        ),
+    )
 
 
 def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
@@ -247,11 +272,15 @@ def simulate(
     if k > 0:
         spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
     return Answer(
-        draft_k=k, max_request_rate=(base, spec_rate), simulated=True,
+        draft_k=k,
+        max_request_rate=(base, spec_rate),
+        simulated=True,
         interval=(limit.interval, spec_arm.capacity.interval),
-        latency_ms=_pair(_at_rates(plain_latency, request, base, rates),
-                         _at_rates(spec_latency, request, spec_rate, rates)),
-    )  # fmt: skip
+        latency_ms=_pair(
+            _at_rates(plain_latency, request, base, rates),
+            _at_rates(spec_latency, request, spec_rate, rates),
+        ),
+    )
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
@@ -261,14 +290,20 @@ def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Laten
 
 def _mean_field_latency(arm: Arm, load: float) -> Latency:
     f = mean_field(arm.replica, arm.lengths, load)
-    return (f.ttft_s["p50"] * 1e3, f.ttft_s["p99"] * 1e3, f.tpot_s["p50"] * 1e3,
-            f.tpot_s["p99"] * 1e3)  # fmt: skip
+    return (
+        f.ttft_s["p50"] * 1e3,
+        f.ttft_s["p99"] * 1e3,
+        f.tpot_s["p50"] * 1e3,
+        f.tpot_s["p99"] * 1e3,
+    )
 
 
 def _at_rates(
-    latency: Callable[[float], Latency], request: CapacityRequest, top: float,
+    latency: Callable[[float], Latency],
+    request: CapacityRequest,
+    top: float,
     rates: tuple[float, ...],
-) -> dict[float, Latency | None]:  # fmt: skip
+) -> dict[float, Latency | None]:
     """Latencies at each target rate's load per replica (rate / replicas); None where no rate
     meets the SLA."""
     out: dict[float, Latency | None] = {}

@@ -54,9 +54,12 @@ def _screened(case: Case, request: CapacityRequest, catalog: Catalog, cache: Row
 
 
 def chunk_answers(
-    settings: tuple[Setting, ...], scenarios: int, ks: tuple[int, ...], scoring: Scoring,
+    settings: tuple[Setting, ...],
+    scenarios: int,
+    ks: tuple[int, ...],
+    scoring: Scoring,
     plan: CapacityPlan,
-) -> list[tuple[Case, Answer]]:  # fmt: skip
+) -> list[tuple[Case, Answer]]:
     """Every case of the chunk screened (plain decoding simulated, speculation by the
     mean-field model), then per (GPU, target, workload, SLA) group the simulator answers every
     case near an SLA edge, and the `simulate_top` cases of most requests/s per GPU with
@@ -80,10 +83,13 @@ def chunk_answers(
             simulated.add(i)
 
     for members in groups.values():
-        confirm({
-            i for i in members
-            if answers[i].unsure or near_edge(answers[i], cases[i], plan.headroom)
-        })  # fmt: skip
+        confirm(
+            {
+                i
+                for i in members
+                if answers[i].unsure or near_edge(answers[i], cases[i], plan.headroom)
+            }
+        )
         while True:
             ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], cases[i], 1), i))
             leaders = set(ranked[: plan.simulate_top])
@@ -109,21 +115,34 @@ def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) 
     replicas = [None if g is None else g // s.tp for g in gpus]
     latency = answer.latency_ms.get(rate, (None, None))
     row: dict[str, Any] = {
-        "gpu": s.gpu, "gpu_name": gpu.name, "tp": s.tp, "target": s.target,
-        "target_quant": s.target_quant, "kv_dtype": s.kv_dtype, "method": s.method,
-        "draft": s.draft, "draft_quant": s.draft_quant, "workload": w.name,
+        "gpu": s.gpu,
+        "gpu_name": gpu.name,
+        "tp": s.tp,
+        "target": s.target,
+        "target_quant": s.target_quant,
+        "kv_dtype": s.kv_dtype,
+        "method": s.method,
+        "draft": s.draft,
+        "draft_quant": s.draft_quant,
+        "workload": w.name,
         "input_tokens": sum(w.input_tokens) / len(w.input_tokens),
-        "output_tokens": sum(w.output_tokens) / len(w.output_tokens), "arrival": w.arrival,
+        "output_tokens": sum(w.output_tokens) / len(w.output_tokens),
+        "arrival": w.arrival,
         "within_max_context": _within_max_context(case),
         "target_max_context_tokens": s.target_max_context_tokens,
         "draft_max_context_tokens": s.draft_max_context_tokens,
-        "sla": case.sla_name, "sla_terms": case.sla, "acceptance_scenario": case.scenario,
-        "acceptance_rate": s.alpha_on(w.kind, case.scenario), "target_request_rate": rate,
+        "sla": case.sla_name,
+        "sla_terms": case.sla,
+        "acceptance_scenario": case.scenario,
+        "acceptance_rate": s.alpha_on(w.kind, case.scenario),
+        "target_request_rate": rate,
         "workload_kind": w.kind,
-        "engine": "", "price_usd_per_hour": price, "draft_k": answer.draft_k,
+        "engine": "",
+        "price_usd_per_hour": price,
+        "draft_k": answer.draft_k,
         "speculation_saves_gpus": None if None in gpus else gpus[0] - gpus[1],  # type: ignore[operator]
         "capacity_source": "simulator" if answer.simulated else "mean-field",
-    }  # fmt: skip
+    }
     for index, arm in enumerate(("baseline", "speculative")):
         row[f"max_request_rate_{arm}"] = answer.max_request_rate[index]
         interval = answer.interval[index]
@@ -149,9 +168,12 @@ def _gpus(rate: float, capacity: float, headroom: float, tp: int) -> int | None:
 
 
 def capacity_rows(
-    settings: tuple[Setting, ...], scenarios: int, ks: tuple[int, ...], scoring: Scoring,
+    settings: tuple[Setting, ...],
+    scenarios: int,
+    ks: tuple[int, ...],
+    scoring: Scoring,
     plan: CapacityPlan,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     catalog = load_catalog(tuple(scoring.catalog_files))
     gpus = {s.gpu: catalog.gpu(s.gpu) for s in settings}
     rows = []

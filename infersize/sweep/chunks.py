@@ -158,9 +158,10 @@ def _capacity_part(plan: Plan, chunk: Chunk) -> CapacityPlan | None:
         return None
     workload, sla = chunk.capacity
     return replace(
-        plan.capacity, workloads=(plan.capacity.workloads[workload],),
+        plan.capacity,
+        workloads=(plan.capacity.workloads[workload],),
         slas=(plan.capacity.slas[sla],),
-    )  # fmt: skip
+    )
 
 
 def finished_chunks(generation: Generation, tables: Iterable[str], with_cells: bool) -> set[int]:

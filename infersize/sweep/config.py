@@ -260,18 +260,26 @@ class SweepConfig(_Strict):
                     )
         if self.eagle_topk == 1:
             if self.num_draft_tokens is not None:
-                raise ValueError("num_draft_tokens is for a tree (eagle_topk above 1): a chain "
-                                 "verifies draft_k + 1 tokens")  # fmt: skip
+                raise ValueError(
+                    "num_draft_tokens is for a tree (eagle_topk above 1): a chain "
+                    "verifies draft_k + 1 tokens"
+                )
             return self
         if not ENGINES[self.engine].drafts_trees:
-            raise ValueError(f"eagle_topk above 1 drafts a tree, which engine {self.engine} "
-                             "does not: SGLang (sglang) and TensorRT-LLM (trtllm) do")  # fmt: skip
+            raise ValueError(
+                f"eagle_topk above 1 drafts a tree, which engine {self.engine} "
+                "does not: SGLang (sglang) and TensorRT-LLM (trtllm) do"
+            )
         if self.num_draft_tokens is None:
-            raise ValueError("a tree (eagle_topk above 1) needs num_draft_tokens: the tokens the "
-                             "target verifies per sequence, the root included")  # fmt: skip
+            raise ValueError(
+                "a tree (eagle_topk above 1) needs num_draft_tokens: the tokens the "
+                "target verifies per sequence, the root included"
+            )
         if not SPEEDUP_MODELS[self.speedup_model].reads_expected_tokens:
-            raise ValueError(f"a tree (eagle_topk above 1) cannot be priced by speedup model "
-                             f"{self.speedup_model}, which takes one α")  # fmt: skip
+            raise ValueError(
+                f"a tree (eagle_topk above 1) cannot be priced by speedup model "
+                f"{self.speedup_model}, which takes one α"
+            )
         return self
 
     @model_validator(mode="after")
@@ -320,10 +328,15 @@ def cells_upper_bound(cfg: SweepConfig) -> float:
     own = [_axis_count(p.acceptance_rates) for p in cfg.pairs if p.acceptance_rates is not None]
     scenarios = max([scenarios, *own])
     axes = (
-        len(set(cfg.target_quants)), len(set(cfg.draft_quants)), len(set(cfg.kv_dtypes)), tps,
-        _context_count(cfg), _axis_count(cfg.batch_sizes), scenarios,
+        len(set(cfg.target_quants)),
+        len(set(cfg.draft_quants)),
+        len(set(cfg.kv_dtypes)),
+        tps,
+        _context_count(cfg),
+        _axis_count(cfg.batch_sizes),
+        scenarios,
         _axis_count(cfg.draft_k),
-    )  # fmt: skip
+    )
     return float(pairs) * math.prod(float(a) for a in axes)
 
 

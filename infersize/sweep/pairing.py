@@ -258,9 +258,13 @@ def _workload_kinds(cfg: SweepConfig) -> list[str]:
 
 
 def _catalog_acceptance(
-    cfg: SweepConfig, doc: YamlDocument, catalog: Catalog, target: str, draft: str,
+    cfg: SweepConfig,
+    doc: YamlDocument,
+    catalog: Catalog,
+    target: str,
+    draft: str,
     kind: str | None,
-) -> PairAcceptance:  # fmt: skip
+) -> PairAcceptance:
     """The pair's α from the acceptance catalog on `kind` of traffic, or a one-line error
     naming the pair and what would settle it."""
     try:

@@ -8,34 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
-from itertools import product
 from pathlib import Path
 from typing import Any
 
 from infersize import __version__
-from infersize.catalog.records import Model
-from infersize.catalog.store import Catalog, load_catalog
+from infersize.catalog.store import load_catalog
 from infersize.catalog.yamlfile import YamlDocument
-from infersize.core.deployment import TP_SIZES, tensor_parallel_sizes
-from infersize.core.engines import EngineSettings, get_engine
+from infersize.core.engines import EngineSettings
 from infersize.core.evaluate import MAX_K
-from infersize.core.methods import method_of
-from infersize.service.context import decode_context, max_context_tokens
-from infersize.service.resolve import combined_support
+from infersize.service.context import decode_context
 from infersize.sweep.capacity_plan import capacity_plan, resolved_capacity
-from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError, axis_values
+from infersize.sweep.config import SweepConfig, SweepConfigError, axis_values
+from infersize.sweep.grid import expand_settings
 from infersize.sweep.pairing import (
-    Pair,
-    count_skipped,
-    first_occurrences,
     int_axis,
-    model_of,
-    resolve_name,
     resolve_pairs,
-    unique,
     where,
 )
 from infersize.sweep.settings import CapacityPlan, Chunk, Scoring, Setting
@@ -87,9 +76,16 @@ class Plan:
         distinct = {
             name: len({getattr(s, name) for s in self.settings})
             for name in (
-                "gpu", "tp", "target", "target_quant", "kv_dtype", "draft", "draft_quant", "method"
+                "gpu",
+                "tp",
+                "target",
+                "target_quant",
+                "kv_dtype",
+                "draft",
+                "draft_quant",
+                "method",
             )
-        }  # fmt: skip
+        }
         pairs = len({(s.target, s.draft) for s in self.settings})
         return {
             "pairs": pairs,
@@ -162,37 +158,6 @@ class Plan:
         return digest.hexdigest()
 
 
-def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntry]:
-    """The GPUs once each: the same GPU listed twice merges its TP sizes, unless the two
-    entries give it different prices (which row would be right?)."""
-    out: dict[str, GpuEntry] = {}
-    for i, item in enumerate(cfg.gpus):
-        entry = GpuEntry(name=item) if isinstance(item, str) else item
-        loc = ("gpus", i) if isinstance(item, str) else ("gpus", i, "name")
-        name = resolve_name(doc, catalog.gpu, entry.name, *loc)
-        if name in out and out[name].price_usd_per_hour != entry.price_usd_per_hour:
-            raise SweepConfigError(
-                f"{where(doc, *loc)}: {name} is listed twice with different prices"
-            )
-        sizes = list(TP_SIZES) if entry.tp == "auto" else entry.tp
-        before = _sizes(out[name]) if name in out else []
-        tps = list(dict.fromkeys([*before, *sizes]))
-        out[name] = entry.model_copy(update={"name": name, "tp": tps})
-    return list(out.values())
-
-
-def _sizes(entry: GpuEntry) -> list[int]:
-    return list(TP_SIZES) if entry.tp == "auto" else entry.tp
-
-
-def _tps(gpu: GpuEntry, target: Model, skipped: dict[str, int]) -> list[int]:
-    """The GPU's TP sizes that divide the target's attention heads (the rest counted)."""
-    sizes = _sizes(gpu)
-    tps = tensor_parallel_sizes(target.num_attention_heads, tuple(sizes))
-    count_skipped(skipped, "tp sizes that do not divide the attention heads", len(sizes) - len(tps))
-    return tps
-
-
 def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
     ks = int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
     if ks[-1] > MAX_K:
@@ -202,75 +167,6 @@ def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
             f"{where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
         )
     return ks
-
-
-def _settings(
-    cfg: SweepConfig,
-    doc: YamlDocument,
-    catalog: Catalog,
-    pairs: list[Pair],
-    skipped: dict[str, int],
-) -> tuple[Setting, ...]:
-    """Every (gpu, tp, pair, precisions, KV dtype) that can run, in the tables' order."""
-
-    def names(key: str, lookup: Callable[[str], Any], values: list[str]) -> list[str]:
-        return unique(resolve_name(doc, lookup, n, key, i) for i, n in first_occurrences(values))
-
-    tq = names("target_quants", catalog.weight_format, cfg.target_quants)
-    dq = names("draft_quants", catalog.weight_format, cfg.draft_quants)
-    kvs = names("kv_dtypes", catalog.kv_dtype, cfg.kv_dtypes)
-    family = get_engine(cfg.engine).support_family
-    settings = set()
-    for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
-        device = catalog.gpu(gpu.name)
-        tps = _tps(gpu, model_of(catalog, pair.target), skipped)
-        drafter = model_of(catalog, pair.draft)
-        method = method_of(drafter).name
-        target_limit = model_of(catalog, pair.target).max_position_embeddings
-        for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
-            sides = {
-                "target": (t_q, catalog.support(t_q, device, family)),
-                "draft": (d_q, catalog.support(d_q, device, family)),
-            }
-            support = combined_support(sides).level
-            if support == "unsupported":
-                count_skipped(
-                    skipped, "settings with a precision the GPU cannot run", len(tps) * len(kvs)
-                )
-                continue
-            for tp, k_v in product(tps, kvs):
-                setting = Setting(
-                    gpu=gpu.name,
-                    tp=tp,
-                    target=pair.target,
-                    target_quant=t_q,
-                    kv_dtype=k_v,
-                    draft=pair.draft,
-                    draft_quant=d_q,
-                    price_usd_per_hour=gpu.price_usd_per_hour,
-                    target_max_context_tokens=target_limit,
-                    draft_max_context_tokens=max_context_tokens(drafter),
-                    alphas=pair.alphas,
-                    alpha_source=pair.alpha_source,
-                    support=support,
-                    method=method,
-                    profile=pair.profile,
-                    acceptance_positions=pair.positions,
-                    kind_alphas=pair.kind_alphas,
-                )
-                settings.add(setting)
-    order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
-    return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
-
-
-def _draft_quants(drafter: Model, asked: list[str]) -> list[str]:
-    """A draft model runs at every precision asked; a head at its checkpoint's own (engines
-    load heads unquantised), n-gram lookup at none."""
-    if drafter.speculator == "ngram":
-        return ["none"]
-    if drafter.is_speculator_head:
-        return [drafter.checkpoint_dtype or "bf16"]
-    return asked
 
 
 def _contexts(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
@@ -291,7 +187,7 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     batches = int_axis(doc, axis_values(cfg.batch_sizes), "batch_sizes", 1)
     ks = _k_axis(cfg, doc)
     pairs = resolve_pairs(cfg, doc, catalog, skipped, notes)
-    settings = _settings(cfg, doc, catalog, pairs, skipped)
+    settings = expand_settings(cfg, doc, catalog, pairs, skipped)
     scoring = Scoring(
         speedup_model=cfg.speedup_model,
         engine=EngineSettings(
@@ -370,10 +266,16 @@ def make_chunks(plan: Plan, chunk_cells: int) -> tuple[Chunk, ...]:
         chunks: list[Chunk] = []
         for group in _groups(plan.settings):
             for part in parts:
-                chunks.append(Chunk(
-                    index=len(chunks), settings=group, contexts=(0, n_c), batches=(0, n_b),
-                    decode=part == parts[0], capacity=part,
-                ))  # fmt: skip
+                chunks.append(
+                    Chunk(
+                        index=len(chunks),
+                        settings=group,
+                        contexts=(0, n_c),
+                        batches=(0, n_b),
+                        decode=part == parts[0],
+                        capacity=part,
+                    )
+                )
         return tuple(chunks)
     per_cb = plan.scenarios * len(plan.ks)  # cells of one setting at one (context, batch)
     blocks: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = []

@@ -316,9 +316,13 @@ def _run_locked(
         merge.abandon()
         raise
     times = {
-        "started_at": started_at, "resumed": len(done), "rows": rows, "score_s": score_s,
-        "total_s": time.perf_counter() - start, "capacity": _capacity_figures(generation, plan),
-    }  # fmt: skip
+        "started_at": started_at,
+        "resumed": len(done),
+        "rows": rows,
+        "score_s": score_s,
+        "total_s": time.perf_counter() - start,
+        "capacity": _capacity_figures(generation, plan),
+    }
     manifest = _manifest(plan, options, hashes, times)
     _write_run_files(generation, plan, options, manifest)
     generations.publish(generation)

@@ -194,9 +194,15 @@ def score(task: ChunkTask) -> Scored:
         context, _, alpha = _grid(task)
         row_rates = None if rates is None else rates[s, 0, 0, a]
         return crossover_batch(
-            select(dep, s), engine, model, context.ravel()[c], alpha[s, 0, 0, a], k[picked],
-            rates=row_rates, tree=work.tree,
-        )  # fmt: skip
+            select(dep, s),
+            engine,
+            model,
+            context.ravel()[c],
+            alpha[s, 0, 0, a],
+            k[picked],
+            rates=row_rates,
+            tree=work.tree,
+        )
 
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}
     return Scored(

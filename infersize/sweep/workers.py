@@ -21,9 +21,13 @@ Result = TypeVar("Result")
 
 SMALL_GRID_CELLS = 2_000_000  # below this, starting workers costs more than they save
 THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-)  # fmt: skip
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 WORKER_THREAD_LIMITS = dict.fromkeys(THREAD_VARIABLES, "1")  # the processes are the parallelism
 IDLE_WORKER_S = 300
 AHEAD = 4  # items queued per worker: none runs dry while the caller scores or merges

@@ -11,7 +11,7 @@ import pytest
 from infersize.catalog import load_catalog
 from infersize.cli import app
 from infersize.errors import CatalogError
-from tests.conftest import SEED_ARGS
+from tests.support.commands import SEED_ARGS
 
 QUICK = """\
 targets: [qwen2.5-7b]

@@ -52,9 +52,12 @@ def test_the_non_verbatim_fixtures_are_the_ones_the_tests_name():
     """A fixture that is not a copy of the Hub file says so first in its config_source."""
     kinds = {n: provenance(n) for n in COUNTED}
     assert {n for n, k in kinds.items() if k != "verbatim"} == {
-        "glm-4.5", "glm-4.5-air", "qwen2.5-vl-7b-instruct", "llama-4-scout-17b-16e-instruct",
+        "glm-4.5",
+        "glm-4.5-air",
+        "qwen2.5-vl-7b-instruct",
+        "llama-4-scout-17b-16e-instruct",
         "qwen3-next-80b-a3b-instruct",
-    }  # fmt: skip
+    }
     assert kinds["llama-4-scout-17b-16e-instruct"] == "composite"
     assert kinds["qwen3-next-80b-a3b-instruct"] == "proxy"
 

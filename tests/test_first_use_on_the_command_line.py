@@ -16,8 +16,8 @@ import pytest
 import typer.main
 
 from infersize.cli import app
-from tests.conftest import SEED_ARGS
-from tests.test_capacity_sweep import SWEEP as FLEET_SWEEP
+from tests.support.commands import SEED_ARGS
+from tests.support.sweeps import SWEEP as FLEET_SWEEP
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,12 +77,14 @@ def test_completion_installs(tmp_path, shell):
     if exe is None:
         pytest.skip("the console script is not installed")
     env = {**os.environ, "HOME": str(tmp_path), "SHELL": f"/bin/{shell}"}
-    shown = subprocess.run([exe, "--show-completion", shell], capture_output=True, text=True,
-                           env=env, check=False)  # fmt: skip
+    shown = subprocess.run(
+        [exe, "--show-completion", shell], capture_output=True, text=True, env=env, check=False
+    )
     assert shown.returncode == 0, shown.stderr
     assert "_INFERSIZE_COMPLETE" in shown.stdout
-    installed = subprocess.run([exe, "--install-completion", shell], capture_output=True,
-                               text=True, env=env)  # fmt: skip
+    installed = subprocess.run(
+        [exe, "--install-completion", shell], capture_output=True, text=True, env=env
+    )
     assert installed.returncode == 0, installed.stderr
     assert any(
         p.is_file() for p in tmp_path.rglob("*") if "infersize" in p.read_text(errors="ignore")
@@ -126,8 +128,9 @@ def test_the_panel_states_the_overhead_and_each_speedup_model(runner):
 
 
 def test_a_folder_that_does_not_exist_says_so(runner, tmp_path):
-    result = runner.invoke(app, ["spec", "--target", str(tmp_path / "nowhere"), "--draft", "none",
-                                 "--gpu", "h100"])  # fmt: skip
+    result = runner.invoke(
+        app, ["spec", "--target", str(tmp_path / "nowhere"), "--draft", "none", "--gpu", "h100"]
+    )
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path / 'nowhere'}: no such folder\n"
 
@@ -135,8 +138,18 @@ def test_a_folder_that_does_not_exist_says_so(runner, tmp_path):
 def test_the_sweep_summary_fits_an_80_column_terminal(tmp_path):
     sweep = ROOT / "sweeps" / "fleet.yaml"
     env = {**os.environ, "COLUMNS": "80", "LINES": "40"}
-    cmd = [sys.executable, "-c", "from infersize.cli import app; app()", "sweep", "run",
-           str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from infersize.cli import app; app()",
+        "sweep",
+        "run",
+        str(sweep),
+        "--out",
+        str(tmp_path / "out"),
+        "--jobs",
+        "1",
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     lines = [line for line in result.stdout.splitlines() if str(tmp_path) not in line]
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)

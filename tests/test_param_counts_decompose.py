@@ -54,15 +54,31 @@ def test_a_config_json_with_an_indexer_counts_as_the_catalog_entry(catalog):
     give the catalog's count."""
     v32 = catalog.model("deepseek-v3.2")
     config = {
-        "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
-        "hidden_size": 7168, "intermediate_size": 18432, "num_hidden_layers": 61,
-        "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
-        "tie_word_embeddings": False, "n_routed_experts": 256, "num_experts_per_tok": 8,
-        "moe_intermediate_size": 2048, "n_shared_experts": 1, "first_k_dense_replace": 3,
-        "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64, "v_head_dim": 128, "index_n_heads": 64, "index_head_dim": 128,
-        "index_topk": 2048, "max_position_embeddings": 163840, "topk_method": "noaux_tc",
-    }  # fmt: skip
+        "architectures": ["DeepseekV32ForCausalLM"],
+        "model_type": "deepseek_v32",
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "num_hidden_layers": 61,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "vocab_size": 129280,
+        "tie_word_embeddings": False,
+        "n_routed_experts": 256,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 2048,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 3,
+        "q_lora_rank": 1536,
+        "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "index_n_heads": 64,
+        "index_head_dim": 128,
+        "index_topk": 2048,
+        "max_position_embeddings": 163840,
+        "topk_method": "noaux_tc",
+    }
     model = model_from_config(config, "v32", "deepseek-ai/DeepSeek-V3.2", "config.json")
     assert (model.index_n_heads, model.index_head_dim) == (64, 128)
     assert param_counts(model).total == param_counts(v32).total == 671_877_944_064

@@ -41,9 +41,19 @@ def direct(catalog, batch, model="roofline", ks=range(1, 17)):
 
 def spec_args(batch, model):
     return [
-        "spec", *PAIR, "--batch-size", str(batch), "--acceptance-rate", str(ALPHA),
-        "--draft-k", str(K), "--context-length", str(CONTEXT), "--speedup-model", model,
-    ]  # fmt: skip
+        "spec",
+        *PAIR,
+        "--batch-size",
+        str(batch),
+        "--acceptance-rate",
+        str(ALPHA),
+        "--draft-k",
+        str(K),
+        "--context-length",
+        str(CONTEXT),
+        "--speedup-model",
+        model,
+    ]
 
 
 @pytest.mark.parametrize("model", ["roofline", "leviathan"])

@@ -1,0 +1,41 @@
+"""The seed example's `spec` arguments, and the installed command run in its own process group."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SEED_ARGS = [
+    "spec",
+    "--target",
+    "qwen2.5-7b",
+    "--target-quant",
+    "fp16",
+    "--draft",
+    "qwen2.5-0.5b",
+    "--draft-quant",
+    "int4",
+    "--gpu",
+    "a100",
+    "--context-length",
+    "4096",
+    "--acceptance-rate",
+    "0.72",
+    "--draft-k",
+    "4",
+]
+
+
+def cli_process(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """The installed command in its own process group (so a SIGKILL of the group reaches its
+    workers too); stderr goes to tmp_path/stderr.log."""
+    exe = shutil.which("infersize")
+    cmd = [exe] if exe else [sys.executable, "-c", "from infersize.cli import app; app()"]
+    env = {**os.environ, "INFERSIZE_MIN_PARALLEL_CELLS": "0"}  # workers even for a small grid
+    with (tmp_path / "stderr.log").open("a") as log:
+        return subprocess.Popen(
+            [*cmd, *args], stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env
+        )
