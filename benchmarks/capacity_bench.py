@@ -71,14 +71,9 @@ def simulation_rate() -> tuple[float, int]:
     events (steps run one at a time plus runs of decode-only steps)."""
     from infersize.catalog.store import load_catalog
     from infersize.core.engines import EngineSettings
-    from infersize.core.simulate import simulate
-    from infersize.service.capacity import (
-        CapacityRequest,
-        Traffic,
-        load,
-        make_arm,
-        prepare_capacity,
-    )
+    from infersize.core.serving.simulate import simulate
+    from infersize.service.capacity.arm import load, make_arm
+    from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
     from infersize.service.request import SpecRequest
     from infersize.service.resolve import DeploymentRequest
 

@@ -21,16 +21,15 @@ from pathlib import Path
 
 from infersize.catalog.store import load_catalog
 from infersize.errors import InfersizeError
-from infersize.service.capacity import prepare_capacity
-from infersize.sweep.capacity_rows import (
+from infersize.service.capacity.request import prepare_capacity
+from infersize.service.capacity.screen import (
     RowCache,
-    capacity_request,
     gpus_needed,
-    iter_cases,
     near_edge,
-    screen,
-    simulate,
+    screen_row,
+    simulate_row,
 )
+from infersize.sweep.capacity.rows import capacity_request, iter_cases
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 
@@ -55,12 +54,12 @@ def gaps(sweep: Path) -> dict[str, list[Case]]:
         rates = case.workload.target_request_rates
         try:
             prepared = prepare_capacity(request, catalog)
-            screened = screen(prepared, request, rates, cache)
+            screened = screen_row(prepared, request, rates, cache)
         except InfersizeError:
             continue
-        simulated = simulate(request, catalog, rates, cache)
+        simulated = simulate_row(request, catalog, rates, cache)
         truth, guess = simulated.max_request_rate[1], screened.max_request_rate[1]
-        kept = not (screened.unsure or near_edge(screened, case, plan.capacity.headroom))
+        kept = not (screened.unsure or near_edge(screened, rates, plan.capacity.headroom))
         out.setdefault(case.sla_name, []).append(
             {
                 "case": f"{case.setting.gpu} tp{case.setting.tp} {case.setting.target} + "

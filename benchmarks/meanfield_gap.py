@@ -13,15 +13,9 @@ from pathlib import Path
 
 from infersize.catalog.store import load_catalog
 from infersize.core.engines import EngineSettings
-from infersize.core.meanfield import mean_field
-from infersize.service.capacity import (
-    CapacityRequest,
-    Traffic,
-    make_arm,
-    prepare_capacity,
-    saturation_rate,
-    serve,
-)
+from infersize.core.serving.meanfield import mean_field
+from infersize.service.capacity.arm import make_arm, saturation_rate, serve
+from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 

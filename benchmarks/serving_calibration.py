@@ -20,8 +20,9 @@ from pathlib import Path
 
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.engines import EngineSettings
-from infersize.core.metrics import ServingMetrics
-from infersize.service.capacity import CapacityRequest, Traffic, make_arm, prepare_capacity, serve
+from infersize.core.serving.metrics import ServingMetrics
+from infersize.service.capacity.arm import make_arm, serve
+from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 

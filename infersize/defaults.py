@@ -38,7 +38,7 @@ class Defaults:
     # (replicas = ceil(headroom × target rate / capacity))
     capacity_requests: int = 2000
     # capacity searches under independent draws: their mean is the answer, their spread its
-    # 95 % interval (core/interval.py)
+    # 95 % interval (core/serving/interval.py)
     capacity_replications: int = 5
     seed: int = 0
     headroom: float = 1.0

@@ -72,3 +72,7 @@ class ValueRangeError(InfersizeError):
         self.field, self.problem = field, problem
         named = tuple(dict.fromkeys([field, *re.findall(r"\{([a-z_]+)\}", problem)]))
         super().__init__("{" + field + "} " + problem, settings=named)
+
+
+class SweepConfigError(InfersizeError):
+    """A sweep file that is missing, malformed or fails the schema."""

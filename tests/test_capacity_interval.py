@@ -9,10 +9,10 @@ import pytest
 from scipy import stats
 
 from infersize.core.engines import EngineSettings
-from infersize.core.interval import T_975, prediction_interval
-from infersize.core.sla import parse_sla
-from infersize.service.capacity import CapacityRequest, Traffic
-from infersize.service.capacity_result import run_capacity
+from infersize.core.serving.interval import T_975, prediction_interval
+from infersize.core.serving.sla import parse_sla
+from infersize.service.capacity.request import CapacityRequest, Traffic
+from infersize.service.capacity.result import run_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 

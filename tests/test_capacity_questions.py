@@ -10,10 +10,10 @@ import pytest
 
 from infersize.cli import app
 from infersize.core.engines import EngineSettings
-from infersize.core.sla import parse_sla
-from infersize.service.capacity import CapacityRequest, Traffic
-from infersize.service.capacity_layouts import at_tp, run_capacity_tp_auto, tp_sizes
-from infersize.service.capacity_result import run_capacity
+from infersize.core.serving.sla import parse_sla
+from infersize.service.capacity.layouts import at_tp, run_capacity_tp_auto, tp_sizes
+from infersize.service.capacity.request import CapacityRequest, Traffic
+from infersize.service.capacity.result import run_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 

@@ -9,16 +9,16 @@ import random
 from pathlib import Path
 
 from infersize.catalog.store import load_catalog
-from infersize.service.capacity import UnservableError, prepare_capacity, replicas_for
-from infersize.sweep.capacity_rows import (
+from infersize.service.capacity.fleet import replicas_for
+from infersize.service.capacity.request import UnservableError, prepare_capacity
+from infersize.service.capacity.screen import (
     SCREEN_ERROR,
     RowCache,
-    capacity_request,
-    iter_cases,
     near_edge,
-    screen,
-    simulate,
+    screen_row,
+    simulate_row,
 )
+from infersize.sweep.capacity.rows import capacity_request, iter_cases
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 
@@ -35,12 +35,12 @@ def test_screened_rows_agree_with_the_simulator_within_the_stated_error():
         request = capacity_request(case, plan.scoring, max(plan.ks), plan.capacity)
         rates = case.workload.target_request_rates
         try:
-            screened = screen(prepare_capacity(request, catalog), request, rates, cache)
+            screened = screen_row(prepare_capacity(request, catalog), request, rates, cache)
         except UnservableError:
             continue
-        if screened.unsure or near_edge(screened, case, plan.capacity.headroom):
+        if screened.unsure or near_edge(screened, rates, plan.capacity.headroom):
             continue  # the sweep hands these to the simulator
-        truth = simulate(request, catalog, rates, cache).max_request_rate[1]
+        truth = simulate_row(request, catalog, rates, cache).max_request_rate[1]
         guess = screened.max_request_rate[1]
         assert (truth > 0) == (guess > 0), case
         low, high = screened.interval[1] or (guess, guess)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
-from infersize.sweep.capacity_columns import CAPACITY_COLUMNS
+from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
@@ -420,8 +420,8 @@ def test_a_workload_beyond_a_models_context_never_answers_best(tmp_path, runner)
 
 def test_a_capacity_table_without_the_context_columns_still_answers(fleet, monkeypatch):
     """A table written before `within_max_context` existed answers as before: every row."""
-    from infersize.sweep import capacity_best
-    from infersize.sweep.capacity_best import FleetAsk, fewest_gpus
+    from infersize.sweep.capacity import best as capacity_best
+    from infersize.sweep.capacity.best import FleetAsk, fewest_gpus
 
     _path, out, _plan = fleet
     ask = FleetAsk(request_rate=5.0, sla="relaxed", workload=None)

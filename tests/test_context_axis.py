@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from infersize.cli import app
 from infersize.defaults import DEFAULTS
-from infersize.errors import InfersizeError
+from infersize.errors import InfersizeError, SweepConfigError
 from infersize.service.context import decode_context
-from infersize.sweep.config import SweepConfigError, load_sweep
+from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 
 SPEC = ["spec", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--gpu", "h100"]

@@ -137,7 +137,7 @@ def test_the_fleet_figure_fits_its_own_margins(targets):
     """The fleet figure as the report draws it (its own margins, no tight bounding box) and as
     a PNG: a panel per target and one legend below for eight GPU types with long names."""
     from infersize.show.capacity_figure import fleet_figure
-    from infersize.sweep.capacity_best import FleetCurve, FleetPanel
+    from infersize.sweep.capacity.best import FleetCurve, FleetPanel
 
     rates = [float(r) for r in range(1, 121)]
     curves = [

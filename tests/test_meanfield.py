@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from infersize.core.meanfield import NORMAL_QUANTILE, mean_field, sustained_rate
-from infersize.service.capacity import Traffic, make_arm, saturation_rate, serve
+from infersize.core.serving.meanfield import NORMAL_QUANTILE, mean_field, sustained_rate
+from infersize.service.capacity.arm import make_arm, saturation_rate, serve
+from infersize.service.capacity.request import Traffic
 from tests.support.serving import prepared_for
 
 GRID = [

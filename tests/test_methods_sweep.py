@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
-from infersize.sweep.config import SweepConfigError, load_sweep
+from infersize.errors import SweepConfigError
+from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent

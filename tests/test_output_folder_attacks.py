@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
-from infersize.sweep import output
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
+from infersize.sweep.store import folder
 from tests.support.commands import cli_process
 from tests.support.sweeps import plan_of, published, temp_files
 
@@ -135,22 +135,22 @@ def test_folders_a_user_named_like_runs_keep_their_files(tmp_path):
 KILL_AT = """
 import os, sys
 from pathlib import Path
-from infersize.sweep import output
+from infersize.sweep.store import folder
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
 
-name = "link" if hasattr(output, "link") else "_link"
-real = getattr(output, name)
+name = "link" if hasattr(folder, "link") else "_link"
+real = getattr(folder, name)
 
 def link(out_dir, link_name, target):
-    if link_name == output.CURRENT and sys.argv[3] == "renamed":
+    if link_name == folder.CURRENT and sys.argv[3] == "renamed":
         os._exit(9)  # as SIGKILL would: no clean-up
     real(out_dir, link_name, target)
-    if link_name == output.CURRENT and sys.argv[3] == "switched":
+    if link_name == folder.CURRENT and sys.argv[3] == "switched":
         os._exit(9)
 
-setattr(output, name, link)
+setattr(folder, name, link)
 config, doc = load_sweep(Path(sys.argv[1]))
 run_sweep(build_plan(config, doc), Path(sys.argv[2]), RunOptions(with_cells=True))
 """
@@ -170,8 +170,8 @@ def test_resume_recovers_a_publish_killed_half_way(tmp_path, clean, phase):
     assert published(out) == clean
     assert not (out / ".files.json").exists() and not (out / ".files.json").is_symlink()
     assert not temp_files(out)
-    runs = [p.name for p in (out / output.GENERATIONS).iterdir()]
-    assert runs == [(out / output.CURRENT).readlink().name]
+    runs = [p.name for p in (out / folder.GENERATIONS).iterdir()]
+    assert runs == [(out / folder.CURRENT).readlink().name]
 
 
 def test_no_temp_file_is_published_after_a_kill(tmp_path, clean, monkeypatch):
@@ -229,14 +229,14 @@ def test_a_full_disk_is_one_line_and_leaves_no_traceback(runner, tmp_path, monke
 def test_a_fifo_at_the_lock_path_is_a_clean_error(runner, tmp_path):
     out = tmp_path / "o"
     out.mkdir()
-    os.mkfifo(out / output.LOCK)
+    os.mkfifo(out / folder.LOCK)
     plan_of(tmp_path)
     result = runner.invoke(
         app, ["sweep", "run", str(tmp_path / "leviathan.yaml"), "--out", str(out)]
     )
     assert result.exit_code == 2, result.output
     assert result.stderr == (
-        f"error: {out / output.LOCK}: the lock is not a regular file (a FIFO, device or "
+        f"error: {out / folder.LOCK}: the lock is not a regular file (a FIFO, device or "
         "socket); remove it\n"
     )
 

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from infersize.core.engines import EngineSettings
-from infersize.core.metrics import OVERLOAD_SHORTFALL, queue_trend
-from infersize.core.replica import Run
-from infersize.core.sla import parse_sla
-from infersize.service.capacity import CapacityRequest, Traffic, make_arm, prepare_capacity, serve
-from infersize.service.capacity_search import capacity
+from infersize.core.serving.metrics import OVERLOAD_SHORTFALL, queue_trend
+from infersize.core.serving.replica import Run
+from infersize.core.serving.sla import parse_sla
+from infersize.service.capacity.arm import make_arm, serve
+from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
+from infersize.service.capacity.search import capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 
@@ -140,7 +141,7 @@ def test_an_open_loop_may_sustain_more_than_a_closed_loop_of_max_num_seqs(catalo
     """The closed loop's clients all start at once and move in step; an open loop's arrive
     apart. Capacity is the open loop's highest stable rate, never capped at the closed loop's
     throughput (Llama-3.1-8B on an H100, 1,000 in / 300 out, TPOT-only SLA)."""
-    from infersize.service.capacity import saturation_rate
+    from infersize.service.capacity.arm import saturation_rate
 
     req = CapacityRequest(
         spec=SpecRequest(

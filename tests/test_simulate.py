@@ -10,17 +10,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from infersize.core.metrics import metrics
-from infersize.core.replica import Load
-from infersize.core.simulate import simulate
-from infersize.core.sla import parse_sla
-from infersize.core.step import StepBatch, engine_step_seconds
-from infersize.service.capacity import (
-    Traffic,
-    make_arm,
-    serve,
-)
-from infersize.service.capacity_search import capacity
+from infersize.core.serving.metrics import metrics
+from infersize.core.serving.replica import Load
+from infersize.core.serving.simulate import simulate
+from infersize.core.serving.sla import parse_sla
+from infersize.core.serving.step import StepBatch, engine_step_seconds
+from infersize.service.capacity.arm import make_arm, serve
+from infersize.service.capacity.request import Traffic
+from infersize.service.capacity.search import capacity
 from tests.support.serving import INPUT, OUTPUT, prepared_for
 
 
@@ -158,7 +155,7 @@ def test_the_simulators_kv_bytes_are_the_memory_models(catalog, model):
     """Full, sliding-window and linear-attention layers: the plain-float KV of one sequence is
     core/memory.kv_cache_bytes at batch 1, at contexts below and past the window."""
     from infersize.core.memory import kv_cache_bytes, kv_layout
-    from infersize.core.replica import layout_floats, sequence_kv_bytes
+    from infersize.core.serving.replica import layout_floats, sequence_kv_bytes
 
     layout = kv_layout(catalog.model(model), catalog.kv_dtype("fp16"))
     for context in (1, 100, 4095, 4096, 5000, 100_000):

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersize.core.engines import get_engine
+from infersize.core.serving.step import StepBatch, decode_batch, engine_step_seconds, step_table
 from infersize.core.speed import step_times
-from infersize.core.step import StepBatch, decode_batch, engine_step_seconds, step_table
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 
 PAIRS = {

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from infersize.cli import app
-from infersize.sweep.config import SweepConfigError, load_sweep
+from infersize.errors import SweepConfigError
+from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 
 BASE = """\

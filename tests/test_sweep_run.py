@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
-from infersize.sweep import generations
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
+from infersize.sweep.store import generations
 from tests.support.commands import cli_process
 
 SMALL = """\
@@ -326,7 +326,7 @@ def test_unwritable_output_folder(runner, tmp_path):
 
 
 def test_a_second_run_on_the_same_folder_is_refused(runner, tmp_path):
-    from infersize.sweep.output import lock
+    from infersize.sweep.store.folder import lock
 
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SMALL.replace("SPEEDUP", "leviathan"))

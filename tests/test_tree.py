@@ -18,7 +18,7 @@ from infersize.core import speculative as sd
 from infersize.core.engines import get_engine
 from infersize.core.latency import PassLoad, pass_seconds
 from infersize.core.profile import conditional_rates, expected_tokens_profile
-from infersize.core.step import StepBatch, engine_step_seconds
+from infersize.core.serving.step import StepBatch, engine_step_seconds
 from infersize.core.tree import (
     CHAIN,
     DRAFT_CONFIDENCE,

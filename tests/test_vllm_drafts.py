@@ -16,14 +16,14 @@ from typer.testing import CliRunner
 from infersize.cli import app
 from infersize.core.engines import ENGINES, EngineSettings, configure_engine, get_engine
 from infersize.core.memory import GIB
-from infersize.core.step import StepBatch, decode_batch, engine_step_seconds, step_table
+from infersize.core.serving.step import StepBatch, decode_batch, engine_step_seconds, step_table
 from infersize.core.vllm_pool import Profile, default_profile
-from infersize.errors import InfersizeError
+from infersize.errors import InfersizeError, SweepConfigError
 from infersize.service.calibration import engine_preset, error, load_measurements, predict
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 from infersize.service.spec import run_spec
-from infersize.sweep.config import SweepConfigError, load_sweep
+from infersize.sweep.config import load_sweep
 
 ROWS = load_measurements(Path(__file__).parent / "data" / "measurements.csv")
 RELEASED = [r for r in ROWS if r["id"].startswith("tr-qwen3-32b-1.7b-")]

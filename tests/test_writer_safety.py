@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from infersize.cli import app
-from infersize.sweep import output, tree
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
+from infersize.sweep.store import folder, walk
 from tests.support.commands import cli_process
 from tests.support.sweeps import TINY, plan_of, published, temp_files
 
@@ -53,7 +53,7 @@ class FailAt:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         mkstemp, rename = tempfile.mkstemp, Path.rename
         replace, symlink = Path.replace, Path.symlink_to
-        new_temp, move = tree.new_temp, tree.move
+        new_temp, move = walk.new_temp, walk.move
 
         def counted(real):
             def call(*args, **kwargs):
@@ -66,8 +66,8 @@ class FailAt:
         monkeypatch.setattr(Path, "rename", counted(rename))
         monkeypatch.setattr(Path, "replace", counted(replace))
         monkeypatch.setattr(Path, "symlink_to", counted(symlink))
-        monkeypatch.setattr(tree, "new_temp", counted(new_temp))  # below .generations
-        monkeypatch.setattr(tree, "move", counted(move))
+        monkeypatch.setattr(walk, "new_temp", counted(new_temp))  # below .generations
+        monkeypatch.setattr(walk, "move", counted(move))
 
 
 def test_a_failure_at_every_write_leaves_one_whole_generation(tmp_path, monkeypatch, clean_runs):
@@ -213,7 +213,7 @@ def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path):
     victim.write_text("precious")
     out = tmp_path / "out"
     out.mkdir()
-    (out / output.LOCK).symlink_to(victim)
+    (out / folder.LOCK).symlink_to(victim)
     with pytest.raises(OutputError, match="is a symlink; infersize will not write through it"):
         run_sweep(plan_of(tmp_path), out)
     assert victim.read_text() == "precious"
@@ -292,8 +292,8 @@ def test_workers_of_a_killed_run_write_nothing_into_the_next(tmp_path):
         time.sleep(3)  # time for any orphan to try
         for name in ("frontier.parquet", "best_pairs.parquet", "coverage.parquet"):
             assert (out / name).read_bytes() == (clean / name).read_bytes(), name
-        assert [p.name for p in (out / output.GENERATIONS).iterdir()] == [
-            (out / output.CURRENT).readlink().name
+        assert [p.name for p in (out / folder.GENERATIONS).iterdir()] == [
+            (out / folder.CURRENT).readlink().name
         ]
     finally:
         with contextlib.suppress(ProcessLookupError):

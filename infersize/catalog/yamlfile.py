@@ -69,6 +69,12 @@ class YamlDocument:
         self.path, self.text, self.data = path, text, data
         self._root: yaml.Node | None = None
 
+    def where(self, *loc: int | str) -> str:
+        """'FILE: line N: key a.b.c' for a key of the document (its line where it exists)."""
+        line = self.line_of(tuple(loc))
+        key = ".".join(str(p) for p in loc)
+        return f"{self.path}: " + (f"line {line}: " if line else "") + f"key '{key}'"
+
     def line_of(self, loc: tuple[int | str, ...]) -> int | None:
         """1-based line of the deepest node on `loc` that exists (a pydantic error location)."""
         if self._root is None:

@@ -116,7 +116,7 @@ def _print_fleet(out_dir: Path, options: dict[str, object], as_json: bool) -> No
     """`best --request-rate R --sla NAME`: the fewest GPUs per GPU type for the load."""
     from infersize.show.capacity_panel import FLEET_COLUMNS, fleet_rows
     from infersize.show.terminal import console, render_table
-    from infersize.sweep.capacity_best import FleetAsk, fewest_gpus
+    from infersize.sweep.capacity.best import FleetAsk, fewest_gpus
 
     decode_only = ("tp", "target_quant", "draft_quant", "engine", "context", "batch", "alpha")
     given = [name for name in decode_only if options[name] is not None]

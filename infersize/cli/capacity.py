@@ -92,8 +92,8 @@ def capacity(
 def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json: bool) -> None:
     """Serve the request and show the answer: a panel, or JSON, and the figure if asked."""
     from infersize.catalog.store import load_catalog
-    from infersize.service.capacity_layouts import run_capacity_tp_auto
-    from infersize.service.capacity_result import capacity_json, run_capacity
+    from infersize.service.capacity.layouts import run_capacity_tp_auto
+    from infersize.service.capacity.result import capacity_json, run_capacity
 
     catalogs = load_catalog(tuple(catalog or ()))
     serve = run_capacity_tp_auto if request.tp_auto else run_capacity
@@ -111,7 +111,7 @@ def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json
 
 def _draw(request: Any, catalogs: Any, result: Any, plot: Path) -> None:
     """The capacity figure of `result` (both arms' curves over the request rate) to `plot`."""
-    from infersize.service.capacity_curves import capacity_curves
+    from infersize.service.capacity.curves import capacity_curves
     from infersize.show.capacity_figure import capacity_figure
     from infersize.show.figures import save
 
@@ -121,9 +121,9 @@ def _draw(request: Any, catalogs: Any, result: Any, plot: Path) -> None:
 
 def _capacity_request(options: dict[str, Any]) -> Any:
     """The CapacityRequest the options describe (one-line errors for what does not go)."""
-    from infersize.core.sla import parse_sla
-    from infersize.core.traffic import parse_arrival
-    from infersize.service.capacity import CapacityRequest, Traffic
+    from infersize.core.serving.sla import parse_sla
+    from infersize.core.serving.traffic import parse_arrival
+    from infersize.service.capacity.request import CapacityRequest, Traffic
 
     if options["draft"] is None and options["method"] is None:
         raise InfersizeError(

@@ -200,7 +200,7 @@ def plot_capacity(
     --target names."""
     from infersize.show.capacity_figure import fleet_figure
     from infersize.show.figures import save
-    from infersize.sweep.capacity_best import FleetAsk, curve_rates, fleet_panels
+    from infersize.sweep.capacity.best import FleetAsk, curve_rates, fleet_panels
 
     rates = curve_rates(output_dir, max_rate)
     ask = FleetAsk(

@@ -83,7 +83,7 @@ def _capacity(output_dir: Path, manifest: dict[str, Any]) -> str:
     if "capacity" not in manifest:
         return ""
     from infersize.show.capacity_report import CapacitySection, capacity_html
-    from infersize.sweep.capacity_best import fleet_views
+    from infersize.sweep.capacity.best import fleet_views
 
     sections = [
         CapacitySection(

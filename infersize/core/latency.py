@@ -8,7 +8,7 @@ t(pass) = bytes / (bandwidth · mbu) + flops / (peak · mfu) + fixed cost + all-
   TP     = 2 all-reduces per layer of T · hidden activations over the interconnect (ring)
 T the pass's new tokens, A = Σ over them of the tokens each attends to. A decode of B sequences
 of context L with n new tokens each (1 to decode, K+1 to verify) has T = B · n, A = B · n · L and
-reads B · kv(L); an engine step mixes decodes with prefill chunks (core/step.py).
+reads B · kv(L); an engine step mixes decodes with prefill chunks (core/serving/step.py).
 
 The memory and compute terms add rather than overlap (max): measured decode steps do not overlap
 them. The step-time model fitted to vLLM on H100 for Llama-3.1-8B (MagicDec, arXiv 2408.11049)

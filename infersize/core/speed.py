@@ -10,9 +10,9 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.deployment import SideNumbers
 from infersize.core.engines import Engine
+from infersize.core.serving.step import decode_batch, engine_step_seconds
 from infersize.core.speculative import expected_tokens
 from infersize.core.speedup import SpeedupModel, StepTimes
-from infersize.core.step import decode_batch, engine_step_seconds
 from infersize.core.tree import CHAIN, Tree
 
 
@@ -39,8 +39,8 @@ def step_times(
     tree: Tree = CHAIN,
 ) -> StepTimes:
     """T_target(B,1), T_draft(B,1) and T_target(B,K+1), read from the engine step
-    (core/step.py) of plain decoding and of speculation at K: T_draft is its drafting time per
-    draft token (Medusa's one pass shared by its K tokens; n-gram lookup runs on the CPU, γ
+    (core/serving/step.py) of plain decoding and of speculation at K: T_draft is its drafting
+    time per draft token (Medusa's one pass shared by its K tokens; n-gram lookup runs on the CPU, γ
     infinite). A given γ replaces the modelled draft step, for every speedup model. A tree
     verifies its n tokens in the T_target(B, K+1) pass and drafts k candidates a pass."""
     n_k = floats(k)

@@ -15,7 +15,6 @@ from infersize.core.arrays import FloatArray, IntArray, floats
 from infersize.core.engines import get_engine
 from infersize.core.evaluate import Evaluation
 from infersize.core.methods import method_of
-from infersize.core.replica import running_limit
 from infersize.core.schedule import (
     Range,
     batch_weights,
@@ -24,6 +23,7 @@ from infersize.core.schedule import (
     speedup_of,
     with_plain,
 )
+from infersize.core.serving.replica import running_limit
 from infersize.errors import ValueRangeError
 from infersize.service.request import Prepared, SpecRequest, prepare
 from infersize.service.schedule_engines import (

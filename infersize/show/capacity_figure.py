@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from infersize.service.capacity_answer import CapacityResult
-    from infersize.service.capacity_curves import LatencyCurve
+    from infersize.service.capacity.answer import CapacityResult
+    from infersize.service.capacity.curves import LatencyCurve
 
 
 class FleetCurve(Protocol):

@@ -9,8 +9,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infersize.core.metrics import Stats
-from infersize.service.capacity_answer import ArmResult, CapacityResult
+from infersize.core.serving.metrics import Stats
+from infersize.service.capacity.answer import ArmResult, CapacityResult
 
 
 def _ms(stats: Stats, statistic: str) -> str:

@@ -5,7 +5,7 @@ fifth of a zstd Parquet file to write and a twentieth to read; cells are Parquet
 
 A worker writes only while its run's main process lives, through fresh exclusive temp names in
 the run's tmp/ folder renamed into place, every folder opened without following links
-(sweep/tree.py): a killed run's workers write nothing after it dies, never half a file, and
+(sweep/store/walk.py): a killed run's workers write nothing after it dies, never half a file, and
 never a temp file into a folder that is published."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from infersize.errors import InfersizeError
-from infersize.sweep import tree
-from infersize.sweep.capacity_table import output_tables
-from infersize.sweep.generations import Generation
+from infersize.sweep.capacity.table import output_tables
 from infersize.sweep.score import ChunkTask, score
+from infersize.sweep.store import walk
+from infersize.sweep.store.generations import Generation
+from infersize.sweep.store.walk import Dir
 from infersize.sweep.tables import cells_tables
-from infersize.sweep.tree import Dir
 
 if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
     from infersize.sweep.plan import Plan
@@ -77,7 +77,7 @@ def part_name(index: int) -> str:
 
 def read_part(folder: Dir, name: str) -> pa.Table:
     """A part, whole (the map stays open as long as the table needs it)."""
-    mapped = tree.map_file(folder, name)
+    mapped = walk.map_file(folder, name)
     return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
 
 
@@ -107,7 +107,7 @@ def _write_table(table: pa.Table, where: Where, folders: tuple[str, ...], name: 
         run.open("tmp") as tmp,
     ):
         write = _table_writer(table, name)
-        tree.write_file(folder, name, tmp, write, lambda: _check_alive(where))
+        walk.write_file(folder, name, tmp, write, lambda: _check_alive(where))
 
 
 def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
@@ -129,7 +129,7 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     )
     _check_alive(where)
     with where.generation.open("parts", "done") as folder, where.generation.open("tmp") as tmp:
-        tree.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(asdict(done)))
+        walk.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(asdict(done)))
     return done
 
 
@@ -171,7 +171,7 @@ def finished_chunks(generation: Generation, tables: Iterable[str], with_cells: b
     with generation.open("parts") as parts, parts.sub("done") as markers:
         for name in markers.names():
             try:
-                record = json.loads(tree.read_bytes(markers, name))
+                record = json.loads(walk.read_bytes(markers, name))
                 index, rows = int(record["index"]), dict(record["rows"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
@@ -210,7 +210,7 @@ def _rows_of(folder: Dir, names: tuple[str, str]) -> int:
         with folder.sub(sub) as below:
             if name.endswith(".arrow"):
                 return int(read_part(below, name).num_rows)
-            mapped = pa.py_buffer(tree.map_file(below, name))
+            mapped = pa.py_buffer(walk.map_file(below, name))
             return int(pq.read_metadata(pa.BufferReader(mapped)).num_rows)
     except (OSError, ValueError, InfersizeError, pa.ArrowException):
         return -1

@@ -29,8 +29,8 @@ from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.defaults import DEFAULTS
-from infersize.errors import InfersizeError
-from infersize.sweep.capacity_config import (
+from infersize.errors import SweepConfigError
+from infersize.sweep.capacity.schema import (
     CapacityOptions,
     SlaText,
     WorkloadEntry,
@@ -39,10 +39,6 @@ from infersize.sweep.capacity_config import (
     check_workloads,
     known_workload_kind,
 )
-
-
-class SweepConfigError(InfersizeError):
-    """A sweep file that is missing, malformed or fails the schema."""
 
 
 class _Strict(BaseModel):
@@ -190,7 +186,7 @@ class SweepConfig(_Strict):
     chunk_cells: int | None = Field(default=None, ge=1_000)  # None: from the grid (plan.py)
     catalog: list[str] = []
     output: OutputConfig = OutputConfig()
-    # capacity axes (sweep/capacity_config.py): with workloads and slas the sweep also writes
+    # capacity axes (sweep/capacity/schema.py): with workloads and slas the sweep also writes
     # the capacity table
     workloads: list[WorkloadEntry] | None = None
     slas: dict[str, SlaText] | None = Field(default=None, validate_default=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infersize.sweep.capacity_columns import CAPACITY_COLUMNS
+from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 from infersize.sweep.columns import COLUMNS, COVERAGE_COLUMNS, Column
 
 HEADER = ["| column | type | unit | meaning |", "| --- | --- | --- | --- |"]

@@ -15,9 +15,10 @@ from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.deployment import TP_SIZES, tensor_parallel_sizes
 from infersize.core.engines import get_engine
 from infersize.core.methods import method_of
+from infersize.errors import SweepConfigError
 from infersize.service.context import max_context_tokens
 from infersize.service.resolve import combined_support
-from infersize.sweep.config import GpuEntry, SweepConfig, SweepConfigError
+from infersize.sweep.config import GpuEntry, SweepConfig
 from infersize.sweep.pairing import (
     Pair,
     count_skipped,
@@ -25,7 +26,6 @@ from infersize.sweep.pairing import (
     model_of,
     resolve_name,
     unique,
-    where,
 )
 from infersize.sweep.settings import Setting
 
@@ -40,7 +40,7 @@ def _gpus(cfg: SweepConfig, doc: YamlDocument, catalog: Catalog) -> list[GpuEntr
         name = resolve_name(doc, catalog.gpu, entry.name, *loc)
         if name in out and out[name].price_usd_per_hour != entry.price_usd_per_hour:
             raise SweepConfigError(
-                f"{where(doc, *loc)}: {name} is listed twice with different prices"
+                f"{doc.where(*loc)}: {name} is listed twice with different prices"
             )
         sizes = list(TP_SIZES) if entry.tp == "auto" else entry.tp
         before = _sizes(out[name]) if name in out else []

@@ -18,12 +18,12 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from infersize.sweep import tree
 from infersize.sweep.chunks import part_name, read_part
 from infersize.sweep.columns import arrow_schema
-from infersize.sweep.generations import Generation
+from infersize.sweep.store import walk
+from infersize.sweep.store.generations import Generation
+from infersize.sweep.store.walk import Dir
 from infersize.sweep.tables import OutputTable
-from infersize.sweep.tree import Dir
 
 
 class _Sink(io.RawIOBase):
@@ -67,7 +67,7 @@ class _StreamedTable:
         self.csv: BinaryIO | None = None
 
     def _new(self, tmp: Dir, final: str) -> BinaryIO:
-        fd, self.temps[final] = tree.new_temp(tmp, final)
+        fd, self.temps[final] = walk.new_temp(tmp, final)
         handle = os.fdopen(fd, "wb")
         self.handles.append(handle)
         return handle
@@ -116,9 +116,9 @@ class _StreamedTable:
         self.handles, self.csv = [], None
         for final, temp in self.temps.items():
             if keep and failure is None:
-                tree.move(tmp, temp, gen, final)
+                walk.move(tmp, temp, gen, final)
             else:
-                tree.unlink(tmp, temp)
+                walk.unlink(tmp, temp)
         self.temps = {}
         if keep and failure is not None:
             raise failure
@@ -204,5 +204,5 @@ class TableMerge:
             "csv": lambda handle: merged.lazy().sink_csv(handle),
         }
         for kind in (k for k in writers if k in self.formats):
-            tree.write_file(self.gen, f"{name}.{kind}", self.tmp, writers[kind])
+            walk.write_file(self.gen, f"{name}.{kind}", self.tmp, writers[kind])
         return int(merged.height)

@@ -19,16 +19,10 @@ from infersize.core.deployment import draft_is_smaller, pairing_problem
 from infersize.core.methods import get_method, method_of
 from infersize.core.profile import expected_tokens_profile
 from infersize.core.speculative import alpha_for_expected_tokens
-from infersize.errors import InfersizeError
+from infersize.errors import InfersizeError, SweepConfigError
 from infersize.service.acceptance import PairAcceptance, pair_acceptance
 from infersize.service.resolve import published_head
-from infersize.sweep.config import MAX_AXIS_INT, SweepConfig, SweepConfigError, axis_values
-
-
-def where(doc: YamlDocument, *loc: int | str) -> str:
-    line = doc.line_of(tuple(loc))
-    key = ".".join(str(p) for p in loc)
-    return f"{doc.path}: " + (f"line {line}: " if line else "") + f"key '{key}'"
+from infersize.sweep.config import MAX_AXIS_INT, SweepConfig, axis_values
 
 
 def resolve_name(
@@ -37,7 +31,7 @@ def resolve_name(
     try:
         record_id: str = lookup(name).id
     except InfersizeError as exc:
-        raise exc.inside(SweepConfigError, f"{where(doc, *loc)}: ") from None
+        raise exc.inside(SweepConfigError, f"{doc.where(*loc)}: ") from None
     return record_id
 
 
@@ -47,7 +41,7 @@ def model_key(doc: YamlDocument, catalog: Catalog, name: str, *loc: int | str) -
     try:
         source = resolve_model(name, catalog)
     except InfersizeError as exc:
-        raise exc.inside(SweepConfigError, f"{where(doc, *loc)}: ") from None
+        raise exc.inside(SweepConfigError, f"{doc.where(*loc)}: ") from None
     return source.model.id if source.checkpoint is None else name
 
 
@@ -59,17 +53,17 @@ def int_axis(doc: YamlDocument, values: FloatArray, key: str, low: int) -> tuple
     """An axis of counts: whole numbers from `low` to MAX_AXIS_INT (a larger one would overflow
     the 64-bit integers the tables hold, or their products)."""
     if np.any(values != np.round(values)) or np.any(values < low):
-        raise SweepConfigError(f"{where(doc, key)}: values must be whole numbers >= {low}")
+        raise SweepConfigError(f"{doc.where(key)}: values must be whole numbers >= {low}")
     if np.any(values > MAX_AXIS_INT):
-        raise SweepConfigError(f"{where(doc, key)}: values must be at most {MAX_AXIS_INT:,}")
+        raise SweepConfigError(f"{doc.where(key)}: values must be at most {MAX_AXIS_INT:,}")
     if len(set(values.tolist())) != len(values):
-        raise SweepConfigError(f"{where(doc, key)}: values repeat")
+        raise SweepConfigError(f"{doc.where(key)}: values repeat")
     return tuple(sorted(int(v) for v in values))
 
 
 def alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[float, ...]:
     if not np.all(np.isfinite(values)) or np.any((values < 0) | (values > 1)):
-        raise SweepConfigError(f"{where(doc, *loc)}: acceptance rates must be in [0, 1]")
+        raise SweepConfigError(f"{doc.where(*loc)}: acceptance rates must be in [0, 1]")
     return tuple(sorted({float(v) for v in values}))
 
 
@@ -114,11 +108,11 @@ def _explicit_pairs(
         problem = pairing_problem(t, d, cfg.allow_cross_tokenizer)
         if problem:
             raise SweepConfigError(
-                f"{where(doc, 'pairs', i)}: {problem}; set allow_cross_tokenizer: true to pair them"
+                f"{doc.where('pairs', i)}: {problem}; set allow_cross_tokenizer: true to pair them"
             )
         if not draft_is_smaller(t, d):
             notes.append(
-                f"{where(doc, 'pairs', i)}: draft {draft} is not smaller than {target}; kept, "
+                f"{doc.where('pairs', i)}: draft {draft} is not smaller than {target}; kept, "
                 "as listed"
             )
         alphas = None

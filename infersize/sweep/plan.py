@@ -18,14 +18,14 @@ from infersize.catalog.store import load_catalog
 from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.engines import EngineSettings
 from infersize.core.evaluate import MAX_K
+from infersize.errors import SweepConfigError
 from infersize.service.context import decode_context
-from infersize.sweep.capacity_plan import capacity_plan, resolved_capacity
-from infersize.sweep.config import SweepConfig, SweepConfigError, axis_values
+from infersize.sweep.capacity.plan import capacity_plan, resolved_capacity
+from infersize.sweep.config import SweepConfig, axis_values
 from infersize.sweep.grid import expand_settings
 from infersize.sweep.pairing import (
     int_axis,
     resolve_pairs,
-    where,
 )
 from infersize.sweep.settings import CapacityPlan, Chunk, Scoring, Setting
 
@@ -161,10 +161,10 @@ class Plan:
 def _k_axis(cfg: SweepConfig, doc: YamlDocument) -> tuple[int, ...]:
     ks = int_axis(doc, axis_values(cfg.draft_k), "draft_k", 1)
     if ks[-1] > MAX_K:
-        raise SweepConfigError(f"{where(doc, 'draft_k')}: K must be at most {MAX_K}")
+        raise SweepConfigError(f"{doc.where('draft_k')}: K must be at most {MAX_K}")
     if ks[-1] - ks[0] + 1 != len(ks):
         raise SweepConfigError(
-            f"{where(doc, 'draft_k')}: the K range must be consecutive (got {list(ks)})"
+            f"{doc.where('draft_k')}: the K range must be consecutive (got {list(ks)})"
         )
     return ks
 

@@ -1,7 +1,7 @@
 """Running a plan: chunks scored by this process and loky workers (sweep/workers.py; joblib's
 Dask backend on a cluster), each written as parts (sweep/chunks.py) that are merged into the
 final tables as they finish (sweep/merge.py), all inside one new generation of the output
-folder that is published whole (sweep/output.py has the layout and the rules).
+folder that is published whole (sweep/store/folder.py has the layout and the rules).
 
 A run's parts live in its own partial folder under a fresh run id, so nothing a killed run's
 workers finish late can reach another run; workers also stop writing once the run's main
@@ -28,8 +28,7 @@ import yaml
 
 from infersize import __version__
 from infersize.errors import InfersizeError
-from infersize.sweep import generations, output, tree
-from infersize.sweep.capacity_table import output_tables, simulated_rows
+from infersize.sweep.capacity.table import output_tables, simulated_rows
 from infersize.sweep.chunks import (
     ChunkDone,
     Where,
@@ -40,11 +39,12 @@ from infersize.sweep.chunks import (
     run_chunk,
 )
 from infersize.sweep.columns import schema_json
-from infersize.sweep.generations import Generation
 from infersize.sweep.merge import TableMerge
-from infersize.sweep.output import OutputError
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
+from infersize.sweep.store import folder, generations, walk
+from infersize.sweep.store.folder import OutputError
+from infersize.sweep.store.generations import Generation
 from infersize.sweep.workers import (
     jobs_for,
     loky_workers,
@@ -60,7 +60,7 @@ def _run_hash_of(generation: Generation, name: str) -> str | None:
     """The run hash a run recorded in its `name` file (plan.json, or a generation's manifest)."""
     try:
         with generation.open(*([] if name == "plan.json" else ["gen"])) as folder:
-            return str(json.loads(tree.read_bytes(folder, name))["run_hash"])
+            return str(json.loads(walk.read_bytes(folder, name))["run_hash"])
     except (OSError, ValueError, KeyError, TypeError, OutputError):
         return None
 
@@ -92,7 +92,7 @@ def prepare_generation(
                 os.mkdir(sub, 0o777, dir_fd=parts.fd)
             with work.sub("gen") as gen:
                 os.mkdir("cells", 0o777, dir_fd=gen.fd)
-            tree.write_bytes(work, "plan.json", tmp, json.dumps({"run_hash": run_hash}))
+            walk.write_bytes(work, "plan.json", tmp, json.dumps({"run_hash": run_hash}))
     except BaseException:  # a run that could not even start leaves nothing behind
         generations.discard(generation)
         raise
@@ -105,7 +105,7 @@ def _published(out_dir: Path, run_hash: str) -> dict[str, Any] | None:
     up)."""
     if generations.partial_runs(out_dir):
         return None
-    path = out_dir / output.CURRENT / "manifest.json"
+    path = out_dir / folder.CURRENT / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -175,8 +175,8 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run `plan` into a new generation of `out_dir` and publish it."""
     options = options or RunOptions()
-    output.claim(out_dir)
-    with output.lock(out_dir):
+    folder.claim(out_dir)
+    with folder.lock(out_dir):
         try:
             return _run_locked(plan, out_dir, options, on_chunk)
         except Exception as exc:
@@ -351,4 +351,4 @@ def _write_run_files(
         if not options.with_cells:
             os.rmdir("cells", dir_fd=gen.fd)
         for name, text in files.items():
-            tree.write_bytes(gen, name, tmp, text)
+            walk.write_bytes(gen, name, tmp, text)

@@ -4,7 +4,7 @@ Llama-3.2-1B draft on an H100 under vLLM, α 0.7, K 3, 512-token prompts and 128
 from __future__ import annotations
 
 from infersize.core.engines import EngineSettings
-from infersize.service.capacity import CapacityRequest, Traffic, prepare_capacity
+from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 

@@ -1,4 +1,4 @@
-"""A deployment as a serving replica, and what the simulator (core/simulate.py) reads and
+"""A deployment as a serving replica, and what the simulator (core/serving/simulate.py) reads and
 returns: the replica's step model at K, its scheduler limits and the KV pool its sequences
 share (from the same memory model `spec` uses, core/fit.py); the requests; what a run measured.
 """
@@ -14,7 +14,7 @@ from infersize.core.deployment import DeploymentNumbers
 from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory, pool_layout
 from infersize.core.memory import KvLayout
-from infersize.core.step import StepTable, step_table
+from infersize.core.serving.step import StepTable, step_table
 from infersize.core.tree import CHAIN, Tree
 
 

@@ -8,14 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from infersize.catalog.store import Catalog
-from infersize.core.metrics import ServingMetrics
-from infersize.service.capacity import (
-    CapacityRequest,
-    make_arm,
-    prepare_capacity,
-    saturation_rate,
-    serve,
-)
+from infersize.core.serving.metrics import ServingMetrics
+from infersize.service.capacity.arm import make_arm, saturation_rate, serve
+from infersize.service.capacity.request import CapacityRequest, prepare_capacity
 
 LADDER_POINTS = 12
 LOWEST_SHARE = 0.05  # of the busiest arm's saturation rate

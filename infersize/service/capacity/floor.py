@@ -8,9 +8,10 @@ import dataclasses
 
 from infersize.catalog.store import Catalog
 from infersize.core.deployment import tensor_parallel_sizes
-from infersize.core.metrics import latency_floor
-from infersize.service.capacity import CapacityRequest, UnservableError, make_arm, prepare_capacity
-from infersize.service.capacity_search import alone
+from infersize.core.serving.metrics import latency_floor
+from infersize.service.capacity.arm import make_arm
+from infersize.service.capacity.request import CapacityRequest, UnservableError, prepare_capacity
+from infersize.service.capacity.search import alone
 
 GPU_TRIES = 3  # faster GPUs tried, slowest first
 

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from infersize.errors import InfersizeError, ValueRangeError
-from infersize.service.capacity import replicas_for
+from infersize.service.capacity.fleet import replicas_for
 from infersize.sweep.best import match_name, read_manifest, read_table
 
 BY = ("gpus", "cost")

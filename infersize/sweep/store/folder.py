@@ -9,7 +9,7 @@ Layout of an output folder (docs/reliability.md has its invariants):
   frontier.parquet -> current/frontier.parquet, ... one link per published name
 
 This module keeps the folder's top level: claiming it, its lock, the links, and what an older
-infersize left there; sweep/generations.py keeps the runs below `.generations`. Only what
+infersize left there; sweep/store/generations.py keeps the runs below `.generations`. Only what
 infersize wrote is ever replaced or deleted: a folder holding anything else is refused, and an
 older layout's files are recorded (path, size, modification time) when the folder is adopted
 and deleted only while they are still exactly what was recorded.
@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from infersize.files import atomic_write
-from infersize.sweep import tree
-from infersize.sweep.tree import OutputError as OutputError  # raised here, caught by callers
+from infersize.sweep.store import walk
+from infersize.sweep.store.walk import OutputError as OutputError  # raised here, caught by callers
 
 MARKER = ".infersize-output"
 LOCK = ".infersize.lock"
@@ -56,8 +56,8 @@ def _files_of(out_dir: Path, name: str) -> list[str] | None:
     """The files below out_dir/name (a folder, opened without following links), as paths
     relative to out_dir; None when it is a link or not a folder."""
     try:
-        with tree.walk(out_dir, name) as folder:
-            return [f"{name}/{p}" for p in tree.files_below(folder)]
+        with walk.walk(out_dir, name) as folder:
+            return [f"{name}/{p}" for p in walk.files_below(folder)]
     except (OSError, OutputError):
         return None
 
@@ -240,8 +240,8 @@ def remove_legacy(out_dir: Path, name: str, legacy: Legacy) -> bool:
         if legacy.get(name) is not None and identity(path) == legacy.get(name):
             path.unlink()
         return not path.exists() and not path.is_symlink()
-    with tree.open_root(out_dir) as top:
-        return tree.remove_tree(
+    with walk.open_root(out_dir) as top:
+        return walk.remove_tree(
             top, name, lambda p: identity(out_dir / name / p) == legacy.get(f"{name}/{p}")
         )
 

@@ -7,40 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infersize.core.metrics import LatencyFloor, Stats
-from infersize.service.capacity import replicas_for
-from infersize.service.capacity_search import Capacity
+from infersize.core.serving.metrics import LatencyFloor, Stats
+from infersize.service.capacity.fleet import Fleet
+from infersize.service.capacity.search import Capacity
 
 ARMS = ("baseline", "speculative")  # plain decoding, and speculation at the arm's K
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fleet:
-    """What a target rate needs at an arm's capacity: replicas, GPUs and dollars, with the
-    GPUs at the two ends of the capacity's interval (None where no rate meets the SLA)."""
-
-    replicas: int | None
-    gpus: int | None
-    gpus_interval: tuple[int | None, int | None] | None
-    usd_per_hour: float | None
-
-
-def fleet(
-    target: float, capacity: Capacity, headroom: float, tp: int, price: float | None
-) -> Fleet:
-    def gpus_at(rate: float) -> int | None:
-        replicas = replicas_for(target, rate, headroom)
-        return None if replicas is None else replicas * tp
-
-    replicas = replicas_for(target, capacity.max_request_rate, headroom)
-    gpus = None if replicas is None else replicas * tp
-    low, high = capacity.interval or (capacity.max_request_rate, capacity.max_request_rate)
-    return Fleet(
-        replicas=replicas,
-        gpus=gpus,
-        gpus_interval=None if capacity.interval is None else (gpus_at(high), gpus_at(low)),
-        usd_per_hour=None if gpus is None or price is None else round(gpus * price, 2),
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

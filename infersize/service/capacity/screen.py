@@ -1,55 +1,45 @@
-"""The capacity table's rows of one chunk: per (setting, workload, SLA, α scenario, target
-rate), the highest request rate per replica with and without speculation, the K that serves it,
-and the replicas, GPUs and dollars each way.
+"""A capacity sweep's rows, answered: screen every row, then simulate where it counts.
 
-Screen, then simulate: plain decoding is simulated (as `infersize capacity` answers it);
-speculation is screened by the mean-field model (core/meanfield.py), its capacity the arms'
-mean-field ratio times plain decoding's simulated one, refused where its lone request breaks the
-SLA, and checked by one simulated probe at (1 − PROBE_MARGIN) of it. Per (GPU, target, workload,
-SLA) the simulator then answers again every row the screen cannot stand for (the probe broke,
-or plain decoding serves nothing to scale), every row near an edge (where an error of EDGE in
-the arms' ratio would flip whether speculation saves GPUs at a target rate, or the stated error
-could move a count of at most FEW_REPLICAS replicas), and the `simulate_top` rows of most
-requests/s per GPU with each arm. A simulated row is what `infersize capacity --draft-k auto`
-answers for the same deployment, workload and SLA (a test holds the two equal). Chunks hold
-whole (GPU, target) groups, so which rows are simulated does not depend on --jobs.
+Plain decoding is simulated (as `infersize capacity` answers it); speculation is screened by
+the mean-field model (core/serving/meanfield.py), its capacity the arms' mean-field ratio times
+plain decoding's simulated one, refused where its lone request breaks the SLA, and checked by
+one simulated probe at (1 − PROBE_MARGIN) of it. Per group of rows that compete (a GPU type,
+target, workload and SLA) the simulator then answers again every row the screen cannot stand for
+(the probe broke, or plain decoding serves nothing to scale), every row near an edge (where an
+error of EDGE in the arms' ratio would flip whether speculation saves GPUs at a target rate, or
+the stated error could move a count of at most FEW_REPLICAS replicas), and the `simulate_top`
+rows of most requests/s per GPU with speculation. A simulated row is what `infersize capacity
+--draft-k auto` answers for the same request (a test holds the two equal). One call,
+answer_rows, does all of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import partial
 
 from infersize.catalog.store import Catalog
-from infersize.core.meanfield import mean_field, sustained_rate
-from infersize.core.metrics import sla_breaches
-from infersize.core.sla import parse_sla
-from infersize.core.traffic import parse_arrival
-from infersize.defaults import DEFAULTS
-from infersize.service.capacity import (
-    Arm,
+from infersize.core.serving.meanfield import mean_field, sustained_rate
+from infersize.core.serving.metrics import sla_breaches
+from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, screen_score, serve
+from infersize.service.capacity.fleet import replicas_for
+from infersize.service.capacity.request import (
     CapacityRequest,
     NoKvRoomError,
-    ReplicaCache,
-    Traffic,
-    make_arm,
+    UnservableError,
     prepare_capacity,
-    replicas_for,
-    screen_score,
-    serve,
 )
-from infersize.service.capacity_result import (
+from infersize.service.capacity.result import (
     BaselineCache,
     BaselineKey,
     baseline_key,
     plain_decoding,
     run_capacity,
 )
-from infersize.service.capacity_search import Capacity, alone, broken_terms
-from infersize.service.request import Prepared, SpecRequest
-from infersize.service.resolve import DeploymentRequest
-from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
+from infersize.service.capacity.search import Capacity, alone, broken_terms
+from infersize.service.request import Prepared
 
 # The screen's error on the ratio of the two arms' capacities: its absolute capacities run a few
 # per cent high, but alike for both arms (benchmarks/meanfield_gap.py); a verdict that an error
@@ -71,23 +61,8 @@ Interval = tuple[float, float]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Case:
-    """A row before its target rates: a setting under a workload, an SLA and an α scenario."""
-
-    setting: Setting
-    workload: Workload
-    sla_name: str
-    sla: str
-    scenario: int
-
-    @property
-    def group(self) -> tuple[str, str, str, str]:
-        return (self.setting.gpu, self.setting.target, self.workload.name, self.sla_name)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Answer:
-    """Both arms of a case: capacity per replica, the K, latency at each target rate's load."""
+class RowAnswer:
+    """Both arms of a row: capacity per replica, the K, latency at each target rate's load."""
 
     draft_k: int
     max_request_rate: tuple[float, float]  # (plain decoding, speculation)
@@ -97,69 +72,6 @@ class Answer:
     # the screen cannot stand in for the simulator here: plain decoding serves nothing (the
     # arms' ratio scales nothing), or the simulator breaks the SLA below the screened capacity
     unsure: bool = False
-
-
-def iter_cases(settings: tuple[Setting, ...], plan: CapacityPlan, scenarios: int) -> Iterator[Case]:
-    for setting in settings:
-        for workload in plan.workloads:
-            for sla_name, sla in plan.slas:
-                for scenario in range(scenarios):
-                    yield Case(
-                        setting=setting,
-                        workload=workload,
-                        sla_name=sla_name,
-                        sla=sla,
-                        scenario=scenario,
-                    )
-
-
-def capacity_request(
-    case: Case, scoring: Scoring, max_k: int, plan: CapacityPlan
-) -> CapacityRequest:
-    """The `infersize capacity --draft-k auto` request a row answers (K over the sweep's)."""
-    s, w = case.setting, case.workload
-    deployment = DeploymentRequest(
-        target=s.target,
-        gpu=s.gpu,
-        target_quant=s.target_quant,
-        draft=s.draft,
-        draft_quant=s.draft_quant,
-        kv_dtype=s.kv_dtype,
-        tp=s.tp,
-        price_usd_per_hour=s.price_usd_per_hour,
-        allow_cross_tokenizer=True,
-    )
-    tree = scoring.eagle_topk > 1
-    spec = SpecRequest(
-        deployment=deployment,
-        engine=scoring.engine,
-        max_k=max_k,
-        draft_k=min(DEFAULTS.draft_k, max_k),  # --draft-k auto chooses; any K in range will do
-        context_length=w.longest_request_tokens,
-        acceptance_rate=None if s.profile else s.alpha_on(w.kind, case.scenario),
-        acceptance_rates=s.profile,
-        acceptance_positions=s.acceptance_positions,
-        eagle_topk=scoring.eagle_topk,
-        num_draft_tokens=scoring.num_draft_tokens if tree else None,
-    )
-    traffic = Traffic(
-        input_tokens=w.input_tokens,
-        output_tokens=w.output_tokens,
-        lengths_file=w.lengths_file,
-        request_rate=w.target_request_rates[0],
-        arrival=parse_arrival(w.arrival),
-        requests=plan.requests,
-        seed=plan.seed,
-    )
-    return CapacityRequest(
-        spec=spec,
-        draft_k_auto=True,
-        traffic=traffic,
-        sla=parse_sla(case.sla),
-        target_request_rate=w.target_request_rates[0],
-        headroom=plan.headroom,
-        replications=plan.replications,
-    )
 
 
 def _screen_rate(arm: Arm, request: CapacityRequest) -> float:
@@ -199,9 +111,9 @@ def _plain(
     return arm, limit, latency
 
 
-def screen(
+def screen_row(
     prepared: Prepared, request: CapacityRequest, rates: tuple[float, ...], cache: RowCache
-) -> Answer:
+) -> RowAnswer:
     """Plain decoding simulated; speculation screened: the K of the highest mean-field
     capacity (0 when none beats plain decoding's), its capacity the mean-field ratio of the two
     arms times plain decoding's simulated capacity (the mean-field model errs alike for both
@@ -237,7 +149,7 @@ def screen(
         checked = base > 0 and not broken_terms(
             spec_arm, request.traffic, spec * (1.0 - PROBE_MARGIN), request.sla
         )
-    return Answer(
+    return RowAnswer(
         draft_k=k,
         max_request_rate=(base, spec),
         simulated=False,
@@ -256,9 +168,9 @@ def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
     return bool(sla_breaches(alone(arm, request.traffic), request.sla))
 
 
-def simulate(
+def simulate_row(
     request: CapacityRequest, catalog: Catalog, rates: tuple[float, ...], cache: RowCache
-) -> Answer:
+) -> RowAnswer:
     """The simulator's answer: exactly `infersize capacity --draft-k auto`'s."""
     result = run_capacity(request, catalog, cache.plain)
     prepared = prepare_capacity(request, catalog)
@@ -271,7 +183,7 @@ def simulate(
     spec_latency = plain_latency
     if k > 0:
         spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
-    return Answer(
+    return RowAnswer(
         draft_k=k,
         max_request_rate=(base, spec_rate),
         simulated=True,
@@ -319,7 +231,7 @@ def _pair(
     return {rate: (base[rate], spec[rate]) for rate in base}
 
 
-def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
+def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> bool:
     """Whether the screen's verdict (does speculation save GPUs at a target rate?) could flip
     at any of the workload's target rates if the ratio of the arms' capacities were off by
     EDGE, or (a screened speculative arm) its stated error could move a count of at most
@@ -333,7 +245,6 @@ def near_edge(answer: Answer, case: Case, headroom: float) -> bool:
         return (gb > gs) - (gb < gs)
 
     bent = (spec * (1 + EDGE), spec * (1 - EDGE))
-    rates = case.workload.target_request_rates
     flips = any(saving(rate, base, s) != saving(rate, base, spec) for rate in rates for s in bent)
     if flips or answer.simulated or answer.draft_k == 0:
         return flips
@@ -358,7 +269,7 @@ def _count_edge(rate: float, interval: Interval, headroom: float) -> bool:
 
 
 def gpus_needed(
-    answer: Answer, rate: float, headroom: float, tp: int
+    answer: RowAnswer, rate: float, headroom: float, tp: int
 ) -> tuple[int | None, int | None]:
     """(GPUs plain, GPUs speculative) at `rate` (None: no rate meets the SLA)."""
     out = []
@@ -368,7 +279,69 @@ def gpus_needed(
     return out[0], out[1]
 
 
-def per_gpu(answer: Answer, case: Case, arm: int) -> float:
+def per_gpu(answer: RowAnswer, tp: int, arm: int) -> float:
     """What ranks a case in its group for an arm (0: plain decoding, 1: speculation): requests/s
     per GPU, the fewest GPUs at any rate above one replica's capacity."""
-    return answer.max_request_rate[arm] / case.setting.tp
+    return answer.max_request_rate[arm] / tp
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """A row's question: the `capacity --draft-k auto` request, the target rates its answer is
+    priced at, the group of rows it competes in, and its GPUs per replica (for ranking)."""
+
+    request: CapacityRequest
+    rates: tuple[float, ...]
+    group: Hashable
+    tp: int
+
+
+NO_ROOM = RowAnswer(
+    draft_k=0, max_request_rate=(0.0, 0.0), interval=(None, None), latency_ms={}, simulated=False
+)
+
+
+def _screened(row: Row, catalog: Catalog, cache: RowCache) -> RowAnswer:
+    try:
+        prepared = prepare_capacity(row.request, catalog)
+        return screen_row(prepared, row.request, row.rates, cache)
+    except UnservableError:  # the GPU cannot run it, or the target leaves no room for a KV cache
+        return NO_ROOM
+
+
+def answer_rows(
+    rows: list[Row], catalog: Catalog, simulate_top: int, headroom: float
+) -> list[RowAnswer]:
+    """Every row screened (plain decoding simulated, speculation by the mean-field model),
+    then per group the simulator answers every row the screen cannot stand for or near an edge,
+    and the `simulate_top` rows of most requests/s per GPU with speculation (what `best
+    --request-rate` picks from at any rate) until those leaders are all simulated: a screened
+    row that a simulated leader falls behind is simulated next."""
+    cache = RowCache()
+    answers = [_screened(row, catalog, cache) for row in rows]
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        if answers[i] is not NO_ROOM:
+            groups[row.group].append(i)
+    simulated: set[int] = set()
+
+    def confirm(chosen: set[int]) -> None:
+        for i in sorted(chosen - simulated):
+            answers[i] = simulate_row(rows[i].request, catalog, rows[i].rates, cache)
+            simulated.add(i)
+
+    for members in groups.values():
+        confirm(
+            {
+                i
+                for i in members
+                if answers[i].unsure or near_edge(answers[i], rows[i].rates, headroom)
+            }
+        )
+        while True:
+            ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], rows[i].tp, 1), i))
+            leaders = set(ranked[:simulate_top])
+            if leaders <= simulated:
+                break
+            confirm(leaders)
+    return answers

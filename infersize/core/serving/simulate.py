@@ -9,12 +9,13 @@ them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
   which gives back its KV and waits at the head of the queue to recompute it (recompute
   preemption, `_preempt_request`); no request is admitted in a step that preempted.
 
-The step's time is the step model's (core/step.py). Between events (an arrival, a completion, a
-prefill, a preemption) every running request decodes, so the loop moves many steps at once: the
-step time is affine in the step index there (contexts grow by each request's mean emission per
-step), so an interval's time is a sum in closed form. Contexts grow at each request's own mean
-rate (its tokens over its drawn steps); which steps a request needs is drawn up front
-(core/traffic.py), so the spread of TPOT comes from acceptance, not from the interpolation.
+The step's time is the step model's (core/serving/step.py). Between events (an arrival, a
+completion, a prefill, a preemption) every running request decodes, so the loop moves many steps
+at once: the step time is affine in the step index there (contexts grow by each request's mean
+emission per step), so an interval's time is a sum in closed form. Contexts grow at each
+request's own mean rate (its tokens over its drawn steps); which steps a request needs is drawn
+up front (core/serving/traffic.py), so the spread of TPOT comes from acceptance, not from the
+interpolation.
 
 The loop itself is plain Python over scalars: a few microseconds an event, where numpy's per-call
 cost on arrays of a few hundred would dominate (measured: benchmarks/capacity_bench.py).
@@ -28,7 +29,7 @@ from collections import deque
 
 import numpy as np
 
-from infersize.core.replica import (
+from infersize.core.serving.replica import (
     Layout,
     Load,
     Replica,

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 from infersize.catalog.store import Catalog
 from infersize.core.deployment import tensor_parallel_sizes
-from infersize.service.capacity import CapacityRequest, UnservableError, prepare_capacity
-from infersize.service.capacity_answer import ArmResult, CapacityResult
-from infersize.service.capacity_result import run_capacity
+from infersize.service.capacity.answer import ArmResult, CapacityResult
+from infersize.service.capacity.request import CapacityRequest, UnservableError, prepare_capacity
+from infersize.service.capacity.result import run_capacity
 
 RUNNER_UP = 1.25  # sizes whose one-replication cost is within this of the best are run in full
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from infersize.catalog.yamlfile import YamlDocument
-from infersize.errors import InfersizeError
-from infersize.sweep.config import SweepConfig, SweepConfigError
+from infersize.errors import InfersizeError, SweepConfigError
+from infersize.sweep.capacity.schema import CapacityOptions, WorkloadEntry
 from infersize.sweep.lengths import read_lengths
-from infersize.sweep.pairing import where
 from infersize.sweep.settings import CapacityPlan, Workload
 
 
@@ -24,11 +23,26 @@ def _lengths(doc: YamlDocument, index: int, name: str) -> tuple[tuple[int, ...],
         return read_lengths(path)
     except InfersizeError as exc:
         raise exc.inside(
-            SweepConfigError, f"{where(doc, 'workloads', index, 'lengths')}: "
+            SweepConfigError, f"{doc.where('workloads', index, 'lengths')}: "
         ) from None
 
 
-def capacity_plan(cfg: SweepConfig, doc: YamlDocument) -> CapacityPlan | None:
+class CapacityAxes(Protocol):
+    """What the plan reads of a sweep file: its capacity keys (sweep/capacity/schema.py)."""
+
+    @property
+    def workloads(self) -> list[WorkloadEntry] | None: ...
+    @property
+    def slas(self) -> dict[str, str] | None: ...
+    @property
+    def target_request_rates(self) -> list[float] | None: ...
+    @property
+    def capacity(self) -> CapacityOptions: ...
+    @property
+    def workload_kind(self) -> str | None: ...
+
+
+def capacity_plan(cfg: CapacityAxes, doc: YamlDocument) -> CapacityPlan | None:
     if cfg.workloads is None or cfg.slas is None:
         return None
     workloads = []

@@ -32,8 +32,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import floats
-from infersize.core.replica import Replica, layout_floats, sequence_kv_bytes
-from infersize.core.traffic import emission_probabilities
+from infersize.core.serving.replica import Replica, layout_floats, sequence_kv_bytes
+from infersize.core.serving.traffic import emission_probabilities
 
 ITERATIONS = 200
 QUANTILES = {"mean": None, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}

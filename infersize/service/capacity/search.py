@@ -2,16 +2,16 @@
 holds and the queue stays stable, found by the simulator, with how far it moves with the seed.
 
 One replication: one request at a time first (an SLA that a lone request already breaks is an
-answer of 0, and the term it comes closest to is the deployment's latency floor); then the
-mean-field model guesses the rate, the simulator brackets it (rates rise or fall by a tenth until
-the SLA flips) and bisects to 1 %. Nothing caps the search but the SLA and the queue: a load whose
-queue grows breaks every SLA (core/metrics.py), so the answer is never above the highest stable
-rate, and a closed loop's saturation point, which an open loop can pass, bounds nothing. The same
-traffic draws serve every probe of a replication (common random numbers).
+answer of 0, and the term it comes closest to is the deployment's latency floor); then the mean-
+field model guesses the rate, the simulator brackets it (rates rise or fall by a tenth until the
+SLA flips) and bisects to 1 %. Nothing caps the search but the SLA and the queue: a load whose
+queue grows breaks every SLA (core/serving/metrics.py), so the answer is never above the highest
+stable rate, and a closed loop's saturation point, which an open loop can pass, bounds nothing.
+The same traffic draws serve every probe of a replication (common random numbers).
 
 Replications: the same search under independent draws (seeded from --seed and the replication's
 number), each starting from the first one's answer and moving by 5 %, to within 1 %. The
-answer is their mean, with a 95 % prediction interval for one run (core/interval.py).
+answer is their mean, with a 95 % prediction interval for one run (core/serving/interval.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infersize.core.interval import mean, prediction_interval
-from infersize.core.meanfield import sustained_rate
-from infersize.core.metrics import (
+from infersize.core.serving.interval import mean, prediction_interval
+from infersize.core.serving.meanfield import sustained_rate
+from infersize.core.serving.metrics import (
     LatencyFloor,
     ServingMetrics,
     give_up_rule,
@@ -31,9 +31,10 @@ from infersize.core.metrics import (
     metrics,
     sla_breaches,
 )
-from infersize.core.simulate import simulate
-from infersize.core.sla import Sla
-from infersize.service.capacity import Arm, Traffic, load, mean_field_capacity, serve
+from infersize.core.serving.simulate import simulate
+from infersize.core.serving.sla import Sla
+from infersize.service.capacity.arm import Arm, load, mean_field_capacity, serve
+from infersize.service.capacity.request import Traffic
 
 BISECTION_TOLERANCE = 0.01  # stop when the bracket is within 1 % of its top
 MAX_PROBES = 24

@@ -1,6 +1,6 @@
 """The capacity axes of a sweep file: named workloads, named SLAs, the fleet's target request
 rates, and how the capacity table is computed. A sweep with `workloads` and `slas` also writes
-capacity.parquet/.csv (sweep/capacity_table.py).
+capacity.parquet/.csv (sweep/capacity/table.py).
 
   workloads:
     - {name: chat, input_tokens: 512, output_tokens: 256, arrival: poisson}
@@ -20,12 +20,12 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from infersize.catalog.workload_kinds import workload_kind
-from infersize.core.interval import MAX_REPLICATIONS
-from infersize.core.sla import parse_sla
-from infersize.core.traffic import parse_arrival
+from infersize.core.serving.interval import MAX_REPLICATIONS
+from infersize.core.serving.sla import parse_sla
+from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
-from infersize.service.capacity import (
+from infersize.service.capacity.request import (
     FLEET_RATE_RANGE,
     HEADROOM_RANGE,
     MAX_REQUESTS,

@@ -1,7 +1,7 @@
-"""The runs below an output folder's `.generations/` (sweep/output.py has the layout): one run
+"""The runs below an output folder's `.generations/` (sweep/store/folder.py has the layout): one run
 is written into `<run>.partial/` (its parts, its temp files, and gen/: what it publishes),
 renamed whole to `<run>/` and made current by switching one link. Every folder here is opened
-without following links (sweep/tree.py), `.generations` itself included; only a partial folder
+without following links (sweep/store/walk.py), `.generations` itself included; only a partial folder
 named like a run is ever taken for one, and deleting a run deletes only the files a run writes
 (by name), so a user's file put anywhere below stays.
 
@@ -21,9 +21,9 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from infersize.sweep import output, tree
-from infersize.sweep.output import CURRENT, FILE_LIST, GENERATIONS, PARTIAL, Legacy
-from infersize.sweep.tree import Dir, OutputError
+from infersize.sweep.store import folder, walk
+from infersize.sweep.store.folder import CURRENT, FILE_LIST, GENERATIONS, PARTIAL, Legacy
+from infersize.sweep.store.walk import Dir, OutputError
 
 RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
 # every file a run writes in its partial folder (old versions' temp names included)
@@ -66,7 +66,7 @@ class Generation:
 
     def open(self, *names: str, create: bool = False) -> AbstractContextManager[Dir]:
         """The run's folder, or one below it, opened without following links."""
-        return tree.walk(self.out_dir, GENERATIONS, self.work_name, *names, create=create)
+        return walk.walk(self.out_dir, GENERATIONS, self.work_name, *names, create=create)
 
 
 def new_run_id() -> str:
@@ -76,7 +76,7 @@ def new_run_id() -> str:
 @contextmanager
 def store(out_dir: Path, create: bool = False) -> Iterator[Dir]:
     """`.generations`, refused when it is a link."""
-    with tree.walk(out_dir, GENERATIONS, create=create) as folder:
+    with walk.walk(out_dir, GENERATIONS, create=create) as folder:
         yield folder
 
 
@@ -109,7 +109,7 @@ def discard(generation: Generation) -> bool:
     """Remove an unfinished run's files (only what a run writes); True when its folder is
     gone (a user's file kept in it keeps the folder)."""
     with store(generation.out_dir) as runs:
-        return tree.remove_tree(runs, generation.work_name, lambda p: bool(RUN_FILES.fullmatch(p)))
+        return walk.remove_tree(runs, generation.work_name, lambda p: bool(RUN_FILES.fullmatch(p)))
 
 
 def clear_temps(generation: Generation) -> None:
@@ -118,7 +118,7 @@ def clear_temps(generation: Generation) -> None:
     with generation.open() as work:
         for name in (n for n in RUN_FOLDERS if work.kind(n) == "dir"):
             temp = _ANY if name == "tmp" else _OLD_TEMP
-            tree.remove_tree(work, name, temp.fullmatch, keep_folders=True)
+            walk.remove_tree(work, name, temp.fullmatch, keep_folders=True)
 
 
 def _current_run(out_dir: Path) -> str | None:
@@ -136,23 +136,23 @@ def publish(generation: Generation) -> list[str]:
     the run is published: tidying up (stale links, an older layout's files, old generations)
     only reports what it could not do. Returns those reports."""
     out_dir = generation.out_dir
-    legacy = output.legacy_files(out_dir)
+    legacy = folder.legacy_files(out_dir)
     with generation.open("gen") as gen:
         names = set(gen.names()) - {FILE_LIST}
-        listing = sorted(set(tree.files_below(gen)) - {FILE_LIST})
-    output.check_names_free(out_dir, names, legacy)
+        listing = sorted(set(walk.files_below(gen)) - {FILE_LIST})
+    folder.check_names_free(out_dir, names, legacy)
     with store(out_dir) as runs, runs.sub(generation.work_name) as work:
         with work.sub("gen") as gen, work.sub("tmp") as tmp:
-            tree.write_bytes(gen, FILE_LIST, tmp, json.dumps(listing))
+            walk.write_bytes(gen, FILE_LIST, tmp, json.dumps(listing))
         for name in sorted(names):
             path = out_dir / name
-            if (not path.exists() and not path.is_symlink()) or output.is_our_link(path):
-                output.link(out_dir, name, f"{CURRENT}/{name}")
-        tree.move(work, "gen", runs, generation.run_id)
+            if (not path.exists() and not path.is_symlink()) or folder.is_our_link(path):
+                folder.link(out_dir, name, f"{CURRENT}/{name}")
+        walk.move(work, "gen", runs, generation.run_id)
         try:
-            output.link(out_dir, CURRENT, f"{GENERATIONS}/{generation.run_id}")
+            folder.link(out_dir, CURRENT, f"{GENERATIONS}/{generation.run_id}")
         except BaseException:
-            tree.move(runs, generation.run_id, work, "gen")  # the run stays whole, resumable
+            walk.move(runs, generation.run_id, work, "gen")  # the run stays whole, resumable
             raise
     return tidy(generation, names, legacy)
 
@@ -163,18 +163,18 @@ def tidy(generation: Generation, names: set[str], legacy: Legacy) -> list[str]:
     out_dir = generation.out_dir
     kept: list[str] = []
     try:
-        for stale in output.published_names(out_dir) - names:
+        for stale in folder.published_names(out_dir) - names:
             (out_dir / stale).unlink()
         for name in sorted({k.split("/")[0] for k in legacy}):
-            if output.is_our_link(out_dir / name):
+            if folder.is_our_link(out_dir / name):
                 continue  # replaced by an earlier tidy-up
-            if not output.remove_legacy(out_dir, name, legacy):
+            if not folder.remove_legacy(out_dir, name, legacy):
                 kept.append(f"{name}: an older layout's, changed since; left in place")
             elif name in names:
-                output.link(out_dir, name, f"{CURRENT}/{name}")
-        left = {k: v for k, v in legacy.items() if output.identity(out_dir / k) == v}
+                folder.link(out_dir, name, f"{CURRENT}/{name}")
+        left = {k: v for k, v in legacy.items() if folder.identity(out_dir / k) == v}
         if left != legacy:
-            output.write_marker(out_dir, left)
+            folder.write_marker(out_dir, left)
         if not discard(generation):
             kept.append(f"{generation.work_name}: holds files infersize did not write")
         return kept + remove_old_generations(out_dir, keep=generation.run_id)
@@ -192,11 +192,11 @@ def recover(out_dir: Path) -> None:
             if work.kind("gen") is not None or runs.kind(generation.run_id) != "dir":
                 continue
             if generation.run_id != current:
-                tree.move(runs, generation.run_id, work, "gen")
+                walk.move(runs, generation.run_id, work, "gen")
                 continue
-        with tree.walk(out_dir, GENERATIONS, generation.run_id) as final:
+        with walk.walk(out_dir, GENERATIONS, generation.run_id) as final:
             names = set(final.names()) - {FILE_LIST}
-        tidy(generation, names, output.legacy_files(out_dir))
+        tidy(generation, names, folder.legacy_files(out_dir))
 
 
 def remove_old_generations(out_dir: Path, keep: str) -> list[str]:
@@ -209,12 +209,12 @@ def remove_old_generations(out_dir: Path, keep: str) -> list[str]:
                 continue
             with runs.sub(name) as folder:
                 try:
-                    files = set(json.loads(tree.read_bytes(folder, FILE_LIST)))
+                    files = set(json.loads(walk.read_bytes(folder, FILE_LIST)))
                 except (OSError, ValueError, TypeError):
                     kept.append(f"{name}: no file list")
                     continue
-                if set(tree.files_below(folder)) - files - {FILE_LIST}:
+                if set(walk.files_below(folder)) - files - {FILE_LIST}:
                     kept.append(f"{name}: holds files infersize did not write")
                     continue
-            tree.remove_tree(runs, name, (files | {FILE_LIST}).__contains__)
+            walk.remove_tree(runs, name, (files | {FILE_LIST}).__contains__)
     return kept

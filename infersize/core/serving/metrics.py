@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray
-from infersize.core.replica import GiveUp, Run
-from infersize.core.sla import Sla
+from infersize.core.serving.replica import GiveUp, Run
+from infersize.core.serving.sla import Sla
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 WARM_UP_SHARE = 0.1  # of the arrivals, left out of the queue's trend

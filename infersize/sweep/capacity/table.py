@@ -1,4 +1,4 @@
-"""capacity.parquet/.csv: a chunk's rows (sweep/capacity_rows.py says how each is answered), in
+"""capacity.parquet/.csv: a chunk's rows (sweep/capacity/rows.py says how each is answered), in
 the order of its settings, then α scenario and target rate (a chunk holds one (GPU, target)
 group under one workload and SLA, so the table runs group by group, then by workload and SLA);
 and which tables a sweep writes (the capacity table only where the sweep has capacity axes)."""
@@ -6,7 +6,6 @@ and which tables a sweep writes (the capacity table only where the sweep has cap
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,43 +13,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from infersize.catalog.records import Gpu
-from infersize.catalog.store import Catalog, load_catalog
+from infersize.catalog.store import load_catalog
 from infersize.core.deployment import hourly_price
-from infersize.service.capacity import (
-    CapacityRequest,
-    UnservableError,
-    prepare_capacity,
-    replicas_for,
-)
-from infersize.sweep.capacity_columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
-from infersize.sweep.capacity_rows import (
-    Answer,
-    Case,
-    RowCache,
-    capacity_request,
-    gpus_needed,
-    iter_cases,
-    near_edge,
-    per_gpu,
-    screen,
-    simulate,
-)
+from infersize.service.capacity.fleet import replicas_for
+from infersize.service.capacity.screen import RowAnswer, answer_rows, gpus_needed
+from infersize.sweep.capacity.columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
+from infersize.sweep.capacity.rows import Case, capacity_row, iter_cases
 from infersize.sweep.columns import arrow_schema
 from infersize.sweep.score import ChunkTask, Scored
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 from infersize.sweep.tables import OUTPUT_TABLES, OutputTable
-
-NO_ROOM = Answer(
-    draft_k=0, max_request_rate=(0.0, 0.0), interval=(None, None), latency_ms={}, simulated=False
-)
-
-
-def _screened(case: Case, request: CapacityRequest, catalog: Catalog, cache: RowCache) -> Answer:
-    try:
-        prepared = prepare_capacity(request, catalog)
-        return screen(prepared, request, case.workload.target_request_rates, cache)
-    except UnservableError:  # the GPU cannot run it, or the target leaves no room for a KV cache
-        return NO_ROOM
 
 
 def chunk_answers(
@@ -59,43 +31,13 @@ def chunk_answers(
     ks: tuple[int, ...],
     scoring: Scoring,
     plan: CapacityPlan,
-) -> list[tuple[Case, Answer]]:
-    """Every case of the chunk screened (plain decoding simulated, speculation by the
-    mean-field model), then per (GPU, target, workload, SLA) group the simulator answers every
-    case near an SLA edge, and the `simulate_top` cases of most requests/s per GPU with
-    speculation (what `best --request-rate` picks from at any rate) until those leaders are
-    all simulated: a screened case that a simulated leader falls behind is simulated next."""
+) -> list[tuple[Case, RowAnswer]]:
+    """The chunk's cases, each answered by the service (screened, and simulated where it
+    counts: service/capacity/screen.py)."""
     catalog = load_catalog(tuple(scoring.catalog_files))
     cases = list(iter_cases(settings, plan, scenarios))
-    requests = [capacity_request(c, scoring, max(ks), plan) for c in cases]
-    cache = RowCache()
-    answers = [_screened(c, r, catalog, cache) for c, r in zip(cases, requests, strict=True)]
-    groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
-    for i, case in enumerate(cases):
-        if answers[i] is not NO_ROOM:
-            groups[case.group].append(i)
-    simulated: set[int] = set()
-
-    def confirm(chosen: set[int]) -> None:
-        for i in sorted(chosen - simulated):
-            rates = cases[i].workload.target_request_rates
-            answers[i] = simulate(requests[i], catalog, rates, cache)
-            simulated.add(i)
-
-    for members in groups.values():
-        confirm(
-            {
-                i
-                for i in members
-                if answers[i].unsure or near_edge(answers[i], cases[i], plan.headroom)
-            }
-        )
-        while True:
-            ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], cases[i], 1), i))
-            leaders = set(ranked[: plan.simulate_top])
-            if leaders <= simulated:
-                break
-            confirm(leaders)
+    rows = [capacity_row(case, scoring, max(ks), plan) for case in cases]
+    answers = answer_rows(rows, catalog, plan.simulate_top, plan.headroom)
     return list(zip(cases, answers, strict=True))
 
 
@@ -107,7 +49,9 @@ def _within_max_context(case: Case) -> bool:
     return all(limit is None or longest <= limit for limit in limits)
 
 
-def _row(case: Case, answer: Answer, rate: float, plan: CapacityPlan, gpu: Gpu) -> dict[str, Any]:
+def _row(
+    case: Case, answer: RowAnswer, rate: float, plan: CapacityPlan, gpu: Gpu
+) -> dict[str, Any]:
     s, w = case.setting, case.workload
     price_or_nan = hourly_price(gpu, s.price_usd_per_hour)
     price = None if math.isnan(price_or_nan) else price_or_nan

@@ -1,66 +1,28 @@
-"""`infersize capacity`: how many GPUs a load needs at a latency target, with and without
-speculation. A request names the deployment as `spec` does, the traffic and the SLA; each arm
-(plain decoding, and speculation at its K) is a replica the simulator serves (core/simulate.py):
-its metrics at the load asked, the highest request rate whose SLA percentiles hold (the search
-is service/capacity_search.py), and the replicas and GPUs a target rate needs at that capacity.
-"""
+"""An arm: one way of serving a request's traffic (plain decoding, K = 0, or speculation at K)
+as a replica the simulator serves; its requests at a load, its metrics, the mean-field model's
+view of it, and the K that serves a load best."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from infersize.catalog.store import Catalog
 from infersize.core.arrays import floats
-from infersize.core.interval import MAX_REPLICATIONS
-from infersize.core.meanfield import Lengths, mean_field, sustained_rate
-from infersize.core.metrics import ServingMetrics, metrics
 from infersize.core.profile import conditional_rates, iid_profile
-from infersize.core.replica import Load, Replica
-from infersize.core.replica import replica as serving_replica
-from infersize.core.simulate import simulate
-from infersize.core.sla import Sla
-from infersize.core.traffic import Arrival, replay, unit_gaps, verify_steps
+from infersize.core.serving.meanfield import Lengths, mean_field, sustained_rate
+from infersize.core.serving.metrics import ServingMetrics, metrics
+from infersize.core.serving.replica import Load, Replica
+from infersize.core.serving.replica import replica as serving_replica
+from infersize.core.serving.simulate import simulate
+from infersize.core.serving.sla import Sla
+from infersize.core.serving.traffic import replay, unit_gaps, verify_steps
 from infersize.core.tree import tree_rates
-from infersize.defaults import DEFAULTS
-from infersize.errors import InfersizeError, ValueRangeError
-from infersize.service.request import Prepared, SpecRequest, prepare
-
-BISECTION_TOLERANCE = 0.01  # stop when the bracket is within 1 % of its top
-MAX_PROBES = 24
-RATE_STEP = 1.1  # how far a bracketing probe moves the rate (the mean-field guess's error)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Traffic:
-    """The requests: lengths (one pair of means, or a trace replayed in order), and the load."""
-
-    input_tokens: tuple[int, ...]
-    output_tokens: tuple[int, ...]
-    lengths_file: str | None = None
-    request_rate: float | None = None  # open loop, requests per second
-    concurrency: int | None = None  # closed loop: clients
-    arrival: Arrival = field(default_factory=Arrival)
-    requests: int = DEFAULTS.capacity_requests
-    seed: int = DEFAULTS.seed
-    replication: int = 0  # independent draws under the same seed (0: the seed's own)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CapacityRequest:
-    spec: SpecRequest  # the deployment, engine and acceptance, as `spec` takes them
-    draft_k_auto: bool = False  # choose the K that serves the load best (0: no speculation)
-    traffic: Traffic
-    sla: Sla | None = None
-    target_request_rate: float | None = None
-    headroom: float = DEFAULTS.headroom
-    replications: int = DEFAULTS.capacity_replications  # capacity searches under other draws
-    tp_auto: bool = False  # each arm at the tensor-parallel size of fewest GPUs
-    engine_by_default: bool = False  # the engine is capacity's default, not the user's
+from infersize.service.capacity.request import CapacityRequest, NoKvRoomError, Traffic
+from infersize.service.request import Prepared
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,52 +42,6 @@ class Arm:
         n = self.traffic.requests
         outputs = replay(self.traffic.output_tokens, n)
         return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
-
-
-# The ranges a capacity request's numbers must lie in: wide enough for any real fleet, narrow
-# enough that no product of two of them overflows or underflows a float (a rate of 5e-324 makes
-# every arrival time infinite; a headroom of 1e308 every replica count)
-RATE_RANGE = (1e-6, 1e6)  # requests per second, per replica or for the fleet
-FLEET_RATE_RANGE = (1e-6, 1e9)
-HEADROOM_RANGE = (1.0, 1000.0)
-MAX_CONCURRENCY = 1 << 20
-MAX_REQUESTS = 1_000_000
-MAX_TOKENS = 10_000_000  # a request's prompt or answer
-SEED_RANGE = (0, 2**32 - 1)
-
-
-def check_range(name: str, value: float, bounds: tuple[float, float], what: str = "") -> None:
-    """`value` finite and within `bounds`, else one line naming the setting."""
-    low, high = bounds
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ValueRangeError(name, f"must be {what}in [{low:g}, {high:g}], got {value:g}")
-
-
-def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:
-    if traffic.request_rate is not None and traffic.concurrency is not None:
-        raise ValueRangeError(
-            "request_rate", "or {concurrency} sets the load: give one of them, not both"
-        )
-    if traffic.request_rate is None and traffic.concurrency is None and not target_request_rate:
-        raise ValueRangeError(
-            "request_rate",
-            "or {concurrency} sets the load (or {target_request_rate}, measured at each "
-            "replica's share of it)",
-        )
-    if traffic.request_rate is not None:
-        check_range("request_rate", traffic.request_rate, RATE_RANGE, "a number of requests/s ")
-    if traffic.concurrency is not None:
-        check_range("concurrency", traffic.concurrency, (1, MAX_CONCURRENCY))
-    check_range("requests", traffic.requests, (1, MAX_REQUESTS))
-    check_range("seed", traffic.seed, SEED_RANGE)
-    if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
-        raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
-    for name, lengths in (
-        ("input_tokens", traffic.input_tokens),
-        ("output_tokens", traffic.output_tokens),
-    ):
-        for value in (min(lengths), max(lengths)):
-            check_range(name, value, (1, MAX_TOKENS))
 
 
 def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
@@ -150,15 +66,6 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
 
 
 ReplicaCache = dict[tuple[object, ...], Replica]
-
-
-class UnservableError(InfersizeError):
-    """The deployment cannot serve at all: the GPU cannot run its precisions, or its weights
-    leave no room for a KV cache (an answer of zero capacity in a sweep, not a failure)."""
-
-
-class NoKvRoomError(UnservableError):
-    """The weights (with the draft's, at K > 0) leave no room for a KV cache."""
 
 
 def make_arm(
@@ -287,54 +194,3 @@ def choose_draft_k(
         screened[k] = screen_score(arm, req.traffic, req.sla)
     finalists = sorted(sorted(screened, key=lambda k: -screened[k])[:SCREEN_FINALISTS])
     return max([0, *finalists], key=simulated)
-
-
-def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | None:
-    """ceil(headroom × target / capacity); None when no rate meets the SLA."""
-    if capacity_rate <= 0:
-        return None
-    return max(1, math.ceil(headroom * rate / capacity_rate - 1e-12))
-
-
-def _check_vacuous(req: CapacityRequest) -> None:
-    """An SLA term no request can break (a TPOT or ITL limit where every answer is one token:
-    no request has a TPOT) would make every answer meaningless: refuse it."""
-    if req.sla is None or max(req.traffic.output_tokens) > 1:
-        return
-    for term in req.sla.terms:
-        if term.metric in ("tpot", "itl"):
-            raise ValueRangeError(
-                "sla",
-                f"term '{term}' limits the time between tokens, but every answer is one token: "
-                "no request has one (answers need at least 2 tokens, {output_tokens})",
-            )
-
-
-def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
-    validate_traffic(req.traffic, req.target_request_rate)
-    if req.target_request_rate is not None and req.sla is None:
-        raise ValueRangeError(
-            "target_request_rate",
-            "needs {sla}: the latency target decides what one replica serves, and so how many "
-            "it takes",
-        )
-    if not 1 <= req.replications <= MAX_REPLICATIONS:
-        raise ValueRangeError(
-            "replications", f"must be in 1..{MAX_REPLICATIONS}, got {req.replications}"
-        )
-    check_range("headroom", req.headroom, HEADROOM_RANGE)
-    if req.target_request_rate is not None:
-        check_range(
-            "target_request_rate",
-            req.target_request_rate,
-            FLEET_RATE_RANGE,
-            "a number of requests/s ",
-        )
-    _check_vacuous(req)
-    prepared = prepare(req.spec, catalog)
-    if prepared.deployment.support.level == "unsupported":
-        raise UnservableError(
-            f"{prepared.deployment.gpu.name} cannot run this deployment: "
-            f"{prepared.deployment.support.reason}"
-        )
-    return prepared

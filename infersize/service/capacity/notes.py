@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from infersize.core.confidence import HIGH, LOW, moe_decode_unvalidated
 from infersize.core.engines import VLLM_ENTRYPOINTS
-from infersize.core.metrics import breaches_allowed
-from infersize.service.capacity import CapacityRequest
-from infersize.service.capacity_answer import ArmResult
+from infersize.core.serving.metrics import breaches_allowed
+from infersize.service.capacity.answer import ArmResult
+from infersize.service.capacity.request import CapacityRequest
 from infersize.service.request import Prepared
 
 MEDIUM = "medium"

@@ -9,21 +9,14 @@ import math
 from typing import Any
 
 from infersize.catalog.store import Catalog
-from infersize.core.metrics import ServingMetrics, sla_breaches
-from infersize.service.capacity import (
-    Arm,
-    CapacityRequest,
-    NoKvRoomError,
-    choose_draft_k,
-    make_arm,
-    prepare_capacity,
-    screen_score,
-    serve,
-)
-from infersize.service.capacity_answer import ARMS, ArmResult, CapacityResult, Fleet, fleet
-from infersize.service.capacity_floor import floor_remedy
-from infersize.service.capacity_notes import capacity_confidence, capacity_notes
-from infersize.service.capacity_search import (
+from infersize.core.serving.metrics import ServingMetrics, sla_breaches
+from infersize.service.capacity.answer import ARMS, ArmResult, CapacityResult
+from infersize.service.capacity.arm import Arm, choose_draft_k, make_arm, screen_score, serve
+from infersize.service.capacity.fleet import Fleet, fleet
+from infersize.service.capacity.floor import floor_remedy
+from infersize.service.capacity.notes import capacity_confidence, capacity_notes
+from infersize.service.capacity.request import CapacityRequest, NoKvRoomError, prepare_capacity
+from infersize.service.capacity.search import (
     Capacity,
     alone,
     first_replication,

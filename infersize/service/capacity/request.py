@@ -1,0 +1,150 @@
+"""A capacity request: the deployment (as `spec` takes it), the traffic (lengths, load,
+arrival process, requests per run, seed) and the question (SLA, target rate, headroom,
+replications), with the ranges its numbers must lie in, checked once, and the deployment it
+resolves to."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from infersize.catalog.store import Catalog
+from infersize.core.serving.interval import MAX_REPLICATIONS
+from infersize.core.serving.sla import Sla
+from infersize.core.serving.traffic import Arrival
+from infersize.defaults import DEFAULTS
+from infersize.errors import InfersizeError, ValueRangeError
+from infersize.service.request import Prepared, SpecRequest, prepare
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic:
+    """The requests: lengths (one pair of means, or a trace replayed in order), and the load."""
+
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    lengths_file: str | None = None
+    request_rate: float | None = None  # open loop, requests per second
+    concurrency: int | None = None  # closed loop: clients
+    arrival: Arrival = field(default_factory=Arrival)
+    requests: int = DEFAULTS.capacity_requests
+    seed: int = DEFAULTS.seed
+    replication: int = 0  # independent draws under the same seed (0: the seed's own)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityRequest:
+    spec: SpecRequest  # the deployment, engine and acceptance, as `spec` takes them
+    draft_k_auto: bool = False  # choose the K that serves the load best (0: no speculation)
+    traffic: Traffic
+    sla: Sla | None = None
+    target_request_rate: float | None = None
+    headroom: float = DEFAULTS.headroom
+    replications: int = DEFAULTS.capacity_replications  # capacity searches under other draws
+    tp_auto: bool = False  # each arm at the tensor-parallel size of fewest GPUs
+    engine_by_default: bool = False  # the engine is capacity's default, not the user's
+
+
+# The ranges a capacity request's numbers must lie in: wide enough for any real fleet, narrow
+# enough that no product of two of them overflows or underflows a float (a rate of 5e-324 makes
+# every arrival time infinite; a headroom of 1e308 every replica count)
+RATE_RANGE = (1e-6, 1e6)  # requests per second, per replica or for the fleet
+
+FLEET_RATE_RANGE = (1e-6, 1e9)
+
+HEADROOM_RANGE = (1.0, 1000.0)
+
+MAX_CONCURRENCY = 1 << 20
+
+MAX_REQUESTS = 1_000_000
+
+MAX_TOKENS = 10_000_000  # a request's prompt or answer
+
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_range(name: str, value: float, bounds: tuple[float, float], what: str = "") -> None:
+    """`value` finite and within `bounds`, else one line naming the setting."""
+    low, high = bounds
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueRangeError(name, f"must be {what}in [{low:g}, {high:g}], got {value:g}")
+
+
+def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:
+    if traffic.request_rate is not None and traffic.concurrency is not None:
+        raise ValueRangeError(
+            "request_rate", "or {concurrency} sets the load: give one of them, not both"
+        )
+    if traffic.request_rate is None and traffic.concurrency is None and not target_request_rate:
+        raise ValueRangeError(
+            "request_rate",
+            "or {concurrency} sets the load (or {target_request_rate}, measured at each "
+            "replica's share of it)",
+        )
+    if traffic.request_rate is not None:
+        check_range("request_rate", traffic.request_rate, RATE_RANGE, "a number of requests/s ")
+    if traffic.concurrency is not None:
+        check_range("concurrency", traffic.concurrency, (1, MAX_CONCURRENCY))
+    check_range("requests", traffic.requests, (1, MAX_REQUESTS))
+    check_range("seed", traffic.seed, SEED_RANGE)
+    if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
+        raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
+    for name, lengths in (
+        ("input_tokens", traffic.input_tokens),
+        ("output_tokens", traffic.output_tokens),
+    ):
+        for value in (min(lengths), max(lengths)):
+            check_range(name, value, (1, MAX_TOKENS))
+
+
+class UnservableError(InfersizeError):
+    """The deployment cannot serve at all: the GPU cannot run its precisions, or its weights
+    leave no room for a KV cache (an answer of zero capacity in a sweep, not a failure)."""
+
+
+class NoKvRoomError(UnservableError):
+    """The weights (with the draft's, at K > 0) leave no room for a KV cache."""
+
+
+def _check_vacuous(req: CapacityRequest) -> None:
+    """An SLA term no request can break (a TPOT or ITL limit where every answer is one token:
+    no request has a TPOT) would make every answer meaningless: refuse it."""
+    if req.sla is None or max(req.traffic.output_tokens) > 1:
+        return
+    for term in req.sla.terms:
+        if term.metric in ("tpot", "itl"):
+            raise ValueRangeError(
+                "sla",
+                f"term '{term}' limits the time between tokens, but every answer is one token: "
+                "no request has one (answers need at least 2 tokens, {output_tokens})",
+            )
+
+
+def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
+    validate_traffic(req.traffic, req.target_request_rate)
+    if req.target_request_rate is not None and req.sla is None:
+        raise ValueRangeError(
+            "target_request_rate",
+            "needs {sla}: the latency target decides what one replica serves, and so how many "
+            "it takes",
+        )
+    if not 1 <= req.replications <= MAX_REPLICATIONS:
+        raise ValueRangeError(
+            "replications", f"must be in 1..{MAX_REPLICATIONS}, got {req.replications}"
+        )
+    check_range("headroom", req.headroom, HEADROOM_RANGE)
+    if req.target_request_rate is not None:
+        check_range(
+            "target_request_rate",
+            req.target_request_rate,
+            FLEET_RATE_RANGE,
+            "a number of requests/s ",
+        )
+    _check_vacuous(req)
+    prepared = prepare(req.spec, catalog)
+    if prepared.deployment.support.level == "unsupported":
+        raise UnservableError(
+            f"{prepared.deployment.gpu.name} cannot run this deployment: "
+            f"{prepared.deployment.support.reason}"
+        )
+    return prepared
