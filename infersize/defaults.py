@@ -8,6 +8,7 @@ doors cannot disagree (tests/test_defaults.py holds each of them to these fields
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,12 @@ class Defaults:
     # a sweep's tables name one precision per row, so its precision axes default to the
     # 16-bit format most checkpoints ship in rather than to each checkpoint's own
     sweep_quant: str = "bf16"
+    memory_headroom: float = 0.0  # a sweep's share of GPU memory kept free besides the engine's
+    best_top_n: int = 3  # a sweep's ranks kept per group in best_pairs
+    output_formats: tuple[Literal["parquet", "csv"], ...] = (
+        "parquet",
+        "csv",
+    )  # a sweep's tables, each in both
     # capacity: requests simulated per run, the seed of their draws, and the fleet's headroom
     # (replicas = ceil(headroom × target rate / capacity))
     capacity_requests: int = 2000

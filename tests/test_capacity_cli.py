@@ -215,7 +215,7 @@ MISTAKES = [
         ["--request-rate", "5e-324"],
         "--request-rate must be a number of requests/s in [1e-06, 1e+06], got 4.94066e-324",
     ),
-    (["--seed", "-1"], "--seed must be in [0, 4.29497e+09], got -1"),
+    (["--seed", "-1"], "--seed must be in 0..4,294,967,295, got -1"),
     (
         ["--arrival", "gamma:1e-300"],
         "--arrival gamma's coefficient of variation must be in [0.01, 100], got '1e-300'",
@@ -240,7 +240,7 @@ MISTAKES = [
     (["--draft-k", "x"], "--draft-k takes a number of draft tokens or auto, got 'x'"),
     (["--headroom", "0.5"], "--headroom must be in [1, 1000], got 0.5"),
     (["--headroom", "1e308"], "--headroom must be in [1, 1000], got 1e+308"),
-    (["--requests", "0"], "--requests must be in [1, 1e+06], got 0"),
+    (["--requests", "0"], "--requests must be in 1..1,000,000, got 0"),
     (
         ["--target-request-rate", "-3", "--sla", "ttft:p99<=2s"],
         "--target-request-rate must be a number of requests/s in [1e-06, 1e+09], got -3",

@@ -168,7 +168,7 @@ def test_vllm_settings_are_checked(runner):
     )
     result = run(runner, *base, "--max-num-seqs", "0")
     assert result.exit_code == 2
-    assert result.stderr == "error: --max-num-seqs must be in 1..16777216, got 0\n"
+    assert result.stderr == "error: --max-num-seqs must be in 1..16,777,216 sequences, got 0\n"
 
 
 def test_a_speculator_head_is_only_a_draft(runner):

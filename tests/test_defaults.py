@@ -12,6 +12,7 @@ import typer
 from infersize.cli import app
 from infersize.cli.options import record_from_options
 from infersize.core.engines import EngineSettings
+from infersize.core.knobs import ENGINE_KNOBS
 from infersize.defaults import DEFAULTS
 from infersize.service.context import decode_context
 from infersize.service.request import SpecRequest, default_speedup_model
@@ -60,14 +61,14 @@ def test_spec_options_cover_every_field_of_the_records_it_builds():
     # the nested records themselves; the (input, output) tokens of --input-tokens/--output-tokens
     built_elsewhere = {"deployment", "engine", "decode_lengths"}
     assert {"input_tokens", "output_tokens"} <= set(options)
-    for record in (DeploymentRequest, SpecRequest, EngineSettings):
+    for record in (DeploymentRequest, SpecRequest):
         missing = {f.name for f in dataclasses.fields(record)} - set(options) - built_elsewhere
         assert not missing, f"{record.__name__}: {missing}"
 
 
 def test_the_records_defaults_are_the_declared_ones():
     declared = dataclasses.asdict(DEFAULTS)
-    for record in (DeploymentRequest, SpecRequest, EngineSettings, Scoring):
+    for record in (DeploymentRequest, SpecRequest, Scoring):
         for name, value in _record_defaults(record).items():
             if name in declared and value is not None:  # None: chosen at run time
                 assert value == declared[name], f"{record.__name__}.{name}"
@@ -88,6 +89,15 @@ def test_the_sweep_schema_reads_the_same_defaults():
 
 def test_record_from_options_takes_the_options_of_the_fields_names_only():
     built = record_from_options(
-        EngineSettings, {"engine": "vllm", "max_num_seqs": 8, "units": "gb"}, vllm_sampler="triton"
+        DeploymentRequest, {"target": "llama-3.1-8b", "gpu": "h100", "units": "gb"}, tp=2
     )
-    assert built == EngineSettings(engine="vllm", max_num_seqs=8, vllm_sampler="triton")
+    assert built == DeploymentRequest(target="llama-3.1-8b", gpu="h100", tp=2)
+
+
+@pytest.mark.parametrize("command", [("spec",), ("capacity",), ("schedule",), ("plot", "batch")])
+def test_every_command_that_takes_a_deployment_takes_every_engine_setting(command):
+    """Each setting's option comes from its declaration, with its declared default."""
+    options = _option_defaults(*command)
+    for knob in ENGINE_KNOBS.values():
+        assert options[knob.name] == knob.default, f"{'/'.join(command)} {knob.flag}"
+    assert ENGINE_KNOBS["vllm_entrypoint"].default == DEFAULTS.vllm_entrypoint

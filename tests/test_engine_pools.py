@@ -178,7 +178,7 @@ def test_a_tensorrt_llm_draft_divides_the_cache_with_the_target(catalog):
         ),
         (
             EngineSettings(engine="sglang", chunked_prefill_size=0),
-            "{chunked_prefill_size} must be in 1..16777216, got 0",
+            "{chunked_prefill_size} must be in 1..16,777,216 tokens, got 0",
         ),
     ],
 )

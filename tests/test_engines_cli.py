@@ -105,7 +105,7 @@ def test_an_acceptance_length_is_taken_at_the_k_and_tree_asked(runner):
     [
         (
             ["--engine", "sglang", "--eagle-topk", "65", "--num-draft-tokens", "8"],
-            "error: --eagle-topk must be at most 64, got 65",
+            "error: --eagle-topk must be in 1..64, got 65",
         ),
         (
             ["--engine", "sglang", "--eagle-topk", "4"],
@@ -133,7 +133,7 @@ def test_an_acceptance_length_is_taken_at_the_k_and_tree_asked(runner):
         ),
         (
             ["--engine", "trtllm", "--max-batch-size", "0"],
-            "error: --max-batch-size must be in 1..16777216, got 0",
+            "error: --max-batch-size must be in 1..16,777,216 sequences, got 0",
         ),
         (
             ["--acceptance-length", "2.5"],

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
+from infersize.bounds import BEST_TOP_N
 from infersize.cli import options as opt
 from infersize.cli.app import app
 from infersize.errors import InfersizeError
@@ -67,7 +68,12 @@ def best(
     alpha: opt.SliceAlpha = None,
     scenario: opt.SliceScenario = None,
     top: Annotated[
-        int, typer.Option("--top", help="Show the top N ranks (at most 100).", min=1, max=100)
+        int,
+        typer.Option(
+            "--top",
+            help=f"Show the top N ranks ({BEST_TOP_N.range_text()}).",
+            **BEST_TOP_N.cli_bounds(),
+        ),
     ] = 1,
     request_rate: Annotated[
         float | None,

@@ -10,6 +10,7 @@ import typer
 from infersize.cli import options as opt
 from infersize.cli import serving_options as serving
 from infersize.cli.app import app, print_json
+from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
@@ -33,6 +34,7 @@ Plot = Annotated[
     "llama-3.2-1b --gpu h100 --tp 2 --engine vllm --input-tokens 1024 --output-tokens 256 "
     '--request-rate 2 --sla "ttft:p99<=2000ms;tpot:p99<=50ms" --target-request-rate 20'
 )
+@with_engine_knobs
 def capacity(
     target: opt.Target,
     gpu: opt.Gpu,
@@ -43,18 +45,6 @@ def capacity(
     kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
     tp: serving.TpOrAuto = str(DEFAULTS.tp),
     engine: serving.CapacityEngine = None,
-    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
-    max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
-    max_num_seqs: opt.MaxNumSeqs = None,
-    vllm_sampler: opt.VllmSampler = None,
-    vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
-    mem_fraction_static: opt.MemFractionStatic = None,
-    chunked_prefill_size: opt.ChunkedPrefillSize = None,
-    max_running_requests: opt.MaxRunningRequests = None,
-    kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
-    max_num_tokens: opt.MaxNumTokens = None,
-    max_batch_size: opt.MaxBatchSize = None,
-    overhead_gib: opt.OverheadGib = None,
     draft_k: DraftKOrAuto = str(DEFAULTS.draft_k),
     eagle_topk: opt.EagleTopk = DEFAULTS.eagle_topk,
     num_draft_tokens: opt.NumDraftTokens = None,
@@ -80,6 +70,8 @@ def capacity(
     plot: Plot = None,
     catalog: opt.CatalogFiles = None,
     as_json: opt.Json = False,
+    *,
+    engine_knobs: dict[str, Any],
 ) -> None:
     """GPUs a load needs at a latency SLA, with and without speculative decoding: both arms
     served step by step as vLLM V1 schedules them (within the engine's own token budget,

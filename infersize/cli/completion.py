@@ -1,5 +1,5 @@
-"""Shell completion of the names options take (Typer's `autocompletion`): models, GPUs,
-engines and methods. The catalog loads only when the shell asks for a completion."""
+"""Shell completion of the names options take (Typer's `autocompletion`): models, GPUs, KV
+cache dtypes, engines and methods. The catalog loads only when the shell asks for a completion."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def complete_drafter(incomplete: str) -> list[str]:
 
 def complete_gpu(incomplete: str) -> list[str]:
     return _starting(_catalog_names("gpus"), incomplete)
+
+
+def complete_kv_dtype(incomplete: str) -> list[str]:
+    return _starting(_catalog_names("kv_dtypes"), incomplete)
 
 
 def complete_engine(incomplete: str) -> list[str]:

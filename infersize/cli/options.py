@@ -15,6 +15,7 @@ from infersize.cli.completion import (
     complete_drafter,
     complete_engine,
     complete_gpu,
+    complete_kv_dtype,
     complete_method,
     complete_model,
 )
@@ -148,7 +149,13 @@ NumDraftTokens = Annotated[
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", help="Concurrent sequences.")]
 KvDtype = Annotated[
-    str, typer.Option("--kv-dtype", help="KV cache dtype (fp16, bf16, fp8, q8_0, q4_0, fp32).")
+    str,
+    typer.Option(
+        "--kv-dtype",
+        help="KV cache dtype: an id or alias of the catalog's kv_dtypes (configs/precisions.yaml"
+        " and --catalog overlays; tab completes them).",
+        autocompletion=complete_kv_dtype,
+    ),
 ]
 Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs for the target.")]
 Engine = Annotated[
@@ -160,79 +167,6 @@ Engine = Annotated[
         + ".",
         autocompletion=complete_engine,
     ),
-]
-GpuMemoryUtilization = Annotated[
-    float | None,
-    typer.Option("--gpu-memory-utilization", help="vLLM's share of GPU memory (default 0.9)."),
-]
-MaxNumBatchedTokens = Annotated[
-    int | None,
-    typer.Option(
-        "--max-num-batched-tokens",
-        help="vLLM's max_num_batched_tokens, the size of its profiling pass (default: vLLM's "
-        "for the GPU).",
-    ),
-]
-MaxNumSeqs = Annotated[
-    int | None, typer.Option("--max-num-seqs", help="vLLM's max_num_seqs (default: vLLM's).")
-]
-VllmSampler = Annotated[
-    str | None,
-    typer.Option(
-        "--vllm-sampler",
-        help="vLLM's top-k/top-p sampler, whose profiling run can set the activation peak: "
-        "triton (default from vLLM 0.17), pytorch (0.11-0.16, ROCm), flashinfer "
-        "(VLLM_USE_FLASHINFER_SAMPLER=1).",
-    ),
-]
-VllmEntrypoint = Annotated[
-    str,
-    typer.Option(
-        "--vllm-entrypoint",
-        help="How vLLM is started, whose defaults for max_num_batched_tokens and max_num_seqs "
-        "size its profiling pass and its batches: serve (`vllm serve`) or offline (LLM(...) in "
-        "Python: twice the tokens).",
-    ),
-]
-MemFractionStatic = Annotated[
-    float | None,
-    typer.Option(
-        "--mem-fraction-static",
-        help="SGLang's share of the free memory for weights and KV pool (default: SGLang's "
-        "for the GPU and release).",
-    ),
-]
-ChunkedPrefillSize = Annotated[
-    int | None,
-    typer.Option(
-        "--chunked-prefill-size",
-        help="SGLang's tokens per step (default: SGLang's for the GPU).",
-    ),
-]
-MaxRunningRequests = Annotated[
-    int | None,
-    typer.Option(
-        "--max-running-requests",
-        help="SGLang's most sequences at once (default: from its pool; 48 when speculating).",
-    ),
-]
-KvCacheFreeGpuMemoryFraction = Annotated[
-    float | None,
-    typer.Option(
-        "--kv-cache-free-gpu-memory-fraction",
-        help="TensorRT-LLM's share of the memory left after its profiled prefill (default 0.9).",
-    ),
-]
-MaxNumTokens = Annotated[
-    int | None,
-    typer.Option(
-        "--max-num-tokens",
-        help="TensorRT-LLM's tokens per step and profiled prefill (default 8192).",
-    ),
-]
-MaxBatchSize = Annotated[
-    int | None,
-    typer.Option("--max-batch-size", help="TensorRT-LLM's most sequences at once (default 2048)."),
 ]
 SpeedupModel = Annotated[
     str | None,
@@ -247,10 +181,6 @@ SpeedupModel = Annotated[
 LatencyRatio = Annotated[
     float | None,
     typer.Option("--latency-ratio", help="γ = target step / draft step; default: roofline."),
-]
-OverheadGib = Annotated[
-    float | None,
-    typer.Option("--overhead-gib", help="Runtime overhead per GPU, GiB (default per engine)."),
 ]
 MaxK = Annotated[int, typer.Option("--max-k", help="Largest K searched for the optimum.")]
 Price = Annotated[
@@ -348,7 +278,7 @@ def spec_request(options: Mapping[str, Any]) -> SpecRequest:
         SpecRequest,
         options,
         deployment=deployment,
-        engine=record_from_options(EngineSettings, options),
+        engine=EngineSettings(options["engine"], **options["engine_knobs"]),
         acceptance_rates=rates_list(options.get("acceptance_rates")),
     )
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app
 from infersize.cli.completion import complete_gpu, complete_model
+from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
@@ -69,6 +70,7 @@ def draw_spec_k_curve(
     epilog="Example: infersize plot batch --target llama-3.1-8b --draft llama-3.2-1b --gpu h100 "
     "--out batch.png",
 )
+@with_engine_knobs
 def plot_batch(
     target: opt.Target,
     draft: opt.Draft,
@@ -84,6 +86,8 @@ def plot_batch(
     engine: opt.Engine = DEFAULTS.engine,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
     catalog: opt.CatalogFiles = None,
+    *,
+    engine_knobs: dict[str, Any],
 ) -> None:
     """Roofline speedup vs batch size, with the crossover where speculation stops paying."""
     from infersize.catalog.store import load_catalog

@@ -9,6 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
+from infersize.cli.knob_options import with_engine_knobs
 from infersize.cli.spec import draft_is_none, request_of
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
@@ -41,6 +42,7 @@ Plot = Annotated[
     epilog="Example: infersize schedule --target llama-3.1-70b --target-quant fp8 --draft "
     "llama-3.2-1b --gpu h100 --tp 2 --engine trtllm --context-length 1024"
 )
+@with_engine_knobs
 def schedule(
     target: opt.Target,
     gpu: opt.Gpu,
@@ -58,18 +60,6 @@ def schedule(
     kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
     tp: opt.Tp = DEFAULTS.tp,
     engine: opt.Engine = DEFAULTS.schedule_engine,
-    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
-    max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
-    max_num_seqs: opt.MaxNumSeqs = None,
-    vllm_sampler: opt.VllmSampler = None,
-    vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
-    mem_fraction_static: opt.MemFractionStatic = None,
-    chunked_prefill_size: opt.ChunkedPrefillSize = None,
-    max_running_requests: opt.MaxRunningRequests = None,
-    kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
-    max_num_tokens: opt.MaxNumTokens = None,
-    max_batch_size: opt.MaxBatchSize = None,
-    overhead_gib: opt.OverheadGib = None,
     max_k: opt.MaxK = DEFAULTS.max_k,
     max_batch: MaxBatch = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
@@ -77,6 +67,8 @@ def schedule(
     out: ConfigOut = None,
     plot: Plot = None,
     as_json: opt.Json = False,
+    *,
+    engine_knobs: dict[str, Any],
 ) -> None:
     """The draft length K for each batch size, as vLLM (num_speculative_tokens_per_batch_size)
     and TensorRT-LLM (draft_len_schedule) switch it at run time: ranges of batch sizes and

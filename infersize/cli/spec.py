@@ -9,6 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
+from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 
@@ -23,6 +24,7 @@ Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs 
     epilog="Example: infersize spec --target llama-3.1-8b --draft llama-3.2-1b --gpu h100 "
     "--engine vllm --batch-size 8"
 )
+@with_engine_knobs
 def spec(
     target: opt.Target,
     gpu: opt.Gpu,
@@ -45,20 +47,8 @@ def spec(
     kv_dtype: opt.KvDtype = DEFAULTS.kv_dtype,
     tp: opt.Tp = DEFAULTS.tp,
     engine: opt.Engine = DEFAULTS.engine,
-    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
-    max_num_batched_tokens: opt.MaxNumBatchedTokens = None,
-    max_num_seqs: opt.MaxNumSeqs = None,
-    vllm_sampler: opt.VllmSampler = None,
-    vllm_entrypoint: opt.VllmEntrypoint = DEFAULTS.vllm_entrypoint,
-    mem_fraction_static: opt.MemFractionStatic = None,
-    chunked_prefill_size: opt.ChunkedPrefillSize = None,
-    max_running_requests: opt.MaxRunningRequests = None,
-    kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
-    max_num_tokens: opt.MaxNumTokens = None,
-    max_batch_size: opt.MaxBatchSize = None,
     speedup_model: opt.SpeedupModel = None,
     latency_ratio: opt.LatencyRatio = None,
-    overhead_gib: opt.OverheadGib = None,
     max_k: opt.MaxK = DEFAULTS.max_k,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
@@ -66,6 +56,8 @@ def spec(
     plot: Plot = None,
     catalog: opt.CatalogFiles = None,
     as_json: opt.Json = False,
+    *,
+    engine_knobs: dict[str, Any],
 ) -> None:
     """Joint GPU memory of target + draft and the speculative-decoding speedup."""
     from infersize.catalog.store import load_catalog

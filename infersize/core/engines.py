@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
+from infersize.core.knobs import ENGINE_KNOBS
 from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
 
@@ -255,9 +257,6 @@ def register_engine(engine: Engine) -> Engine:
     return engine
 
 
-MAX_OVERHEAD_GIB = 1024.0  # more than any one GPU holds
-
-
 def get_engine(name: str) -> Engine:
     """The preset registered under `name`, as registered."""
     engine = ENGINES.get(name.strip().lower())
@@ -266,100 +265,47 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, init=False)
 class EngineSettings:
-    """An engine preset by name and the user's overrides of its settings (None: the preset's).
-    Field names are the command-line flags' and the sweep keys'."""
+    """An engine preset by name and the user's settings of it (core/knobs.py; a setting not
+    given is the preset's, or the setting's own default)."""
 
-    engine: str = DEFAULTS.engine
-    gpu_memory_utilization: float | None = None
-    overhead_gib: float | None = None
-    max_num_batched_tokens: int | None = None  # vLLM's profiling pass (default: vLLM's)
-    max_num_seqs: int | None = None
-    vllm_sampler: str | None = None
-    vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # whose defaults size vLLM's profiling pass
-    mem_fraction_static: float | None = None  # SGLang
-    chunked_prefill_size: int | None = None
-    max_running_requests: int | None = None
-    kv_cache_free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
-    max_num_tokens: int | None = None
-    max_batch_size: int | None = None
+    engine: str
+    given: tuple[tuple[str, Any], ...]  # (setting, value), by setting name
+
+    def __init__(self, engine: str = DEFAULTS.engine, **values: Any) -> None:
+        unknown = sorted(set(values) - set(ENGINE_KNOBS))
+        if unknown:
+            raise TypeError(f"not an engine setting: {', '.join(unknown)}")
+        given = tuple(sorted((k, v) for k, v in values.items() if v is not None))
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "given", given)
+
+    def get(self, name: str) -> Any:
+        """The value given for a setting, else its declared default (None: the preset's)."""
+        return dict(self.given).get(name, ENGINE_KNOBS[name].default)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The engine and every setting (given or default), as manifests record them."""
+        return {"engine": self.engine} | {name: self.get(name) for name in ENGINE_KNOBS}
 
 
 def configure_engine(settings: EngineSettings) -> Engine:
-    """The preset with the user's overrides applied, each checked against its range."""
+    """The preset with the user's settings applied, each checked against its declaration: a
+    setting of SGLang or TensorRT-LLM with another engine is refused, a value outside its range
+    or choices is refused, and each sets the Engine field it names."""
     engine = get_engine(settings.engine)
-    utilization = settings.gpu_memory_utilization
-    if utilization is not None:
-        if not 0.0 < utilization <= 1.0:
-            raise ValueRangeError("gpu_memory_utilization", f"must be in (0, 1], got {utilization}")
-        engine = replace(engine, gpu_memory_utilization=utilization)
-    overhead = settings.overhead_gib
-    if overhead is not None:
-        if not (math.isfinite(overhead) and 0.0 <= overhead <= MAX_OVERHEAD_GIB):
+    changes = {}
+    given = dict(settings.given)
+    for knob in ENGINE_KNOBS.values():
+        value = settings.get(knob.name)
+        if value is None:
+            continue
+        if knob.name in given and knob.strict_owner and engine.memory_rule != knob.owner:
             raise ValueRangeError(
-                "overhead_gib", f"must be in [0, {MAX_OVERHEAD_GIB:g}] GiB, got {overhead:g}"
+                knob.name,
+                f"is a setting of {knob.owner}: it does not apply to engine {engine.name}",
             )
-        engine = replace(engine, overhead_gib=overhead)
-    for field, value in (
-        ("max_num_batched_tokens", settings.max_num_batched_tokens),
-        ("max_num_seqs", settings.max_num_seqs),
-    ):
-        if value is not None and not 1 <= value <= 1 << 24:
-            raise ValueRangeError(field, f"must be in 1..{1 << 24}, got {value}")
-    sampler = settings.vllm_sampler
-    if sampler is not None and sampler not in SAMPLER_BYTES_PER_LOGIT:
-        raise UnknownNameError(
-            "vllm_sampler",
-            sampler,
-            SAMPLER_BYTES_PER_LOGIT,
-            hint=f"choose {', '.join(SAMPLER_BYTES_PER_LOGIT)}",
-        )
-    if settings.vllm_entrypoint not in VLLM_ENTRYPOINTS:
-        raise UnknownNameError(
-            "vllm_entrypoint",
-            settings.vllm_entrypoint,
-            VLLM_ENTRYPOINTS,
-            hint=f"choose {', '.join(VLLM_ENTRYPOINTS)}",
-        )
-    return _other_engines(
-        replace(
-            engine,
-            entrypoint=settings.vllm_entrypoint,
-            sampler=sampler or engine.sampler,
-            max_num_batched_tokens=settings.max_num_batched_tokens or engine.max_num_batched_tokens,
-            max_num_seqs=settings.max_num_seqs or engine.max_num_seqs,
-        ),
-        settings,
-    )
-
-
-# The settings of one engine's rule (memory_rule), under the engine's own names
-ENGINE_SETTINGS = {
-    "sglang": ("mem_fraction_static", "chunked_prefill_size", "max_running_requests"),
-    "trtllm": ("kv_cache_free_gpu_memory_fraction", "max_num_tokens", "max_batch_size"),
-}
-FRACTIONS = ("mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
-
-
-def _other_engines(engine: Engine, settings: EngineSettings) -> Engine:
-    """SGLang's and TensorRT-LLM's settings, each checked and refused for another engine."""
-    given = {}
-    for rule, names in ENGINE_SETTINGS.items():
-        for name in names:
-            value = getattr(settings, name)
-            if value is None:
-                continue
-            if engine.memory_rule != rule:
-                raise ValueRangeError(
-                    name, f"is a setting of {rule}: it does not apply to engine {engine.name}"
-                )
-            low, high = (0.0, 1.0) if name in FRACTIONS else (1, 1 << 24)
-            if not (low < value <= high if name in FRACTIONS else low <= value <= high):
-                bracket = f"({low:g}, {high:g}]" if name in FRACTIONS else f"{low}..{high}"
-                raise ValueRangeError(name, f"must be in {bracket}, got {value}")
-            given[name] = value
-    fraction = given.pop("kv_cache_free_gpu_memory_fraction", None)
-    if fraction is not None:
-        given["free_gpu_memory_fraction"] = fraction
-    return replace(engine, **given)
+        knob.check(value)
+        changes[knob.engine_field] = value
+    return replace(engine, **changes)

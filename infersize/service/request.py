@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from infersize.bounds import EAGLE_TOPK, TREE_TOKENS
 from infersize.catalog.store import Catalog
 from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.arrays import FloatArray
@@ -116,15 +117,9 @@ def validate_request(req: SpecRequest) -> None:
             raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
 
 
-MAX_TREE_TOKENS = 1024  # far past any tree an engine verifies
-MAX_TOPK = 64  # candidates per node; SGLang's trees use up to 10
-
-
 def _validate_tree(req: SpecRequest) -> None:
     """A chain (eagle_topk 1) verifies draft_k + 1 tokens; a tree needs its verified tokens."""
-    _at_least("eagle_topk", req.eagle_topk, 1)
-    if req.eagle_topk > MAX_TOPK:
-        raise ValueRangeError("eagle_topk", f"must be at most {MAX_TOPK}, got {req.eagle_topk}")
+    EAGLE_TOPK.check(req.eagle_topk)
     n = req.num_draft_tokens
     if req.eagle_topk == 1:
         if n is not None and n != req.draft_k + 1:
@@ -140,8 +135,7 @@ def _validate_tree(req: SpecRequest) -> None:
             f"is needed for a tree ({{eagle_topk}} {req.eagle_topk}): the tokens the target "
             "verifies per sequence, the root included",
         )
-    if not 2 <= n <= MAX_TREE_TOKENS:
-        raise ValueRangeError("num_draft_tokens", f"must be in 2..{MAX_TREE_TOKENS}, got {n}")
+    TREE_TOKENS.check(n)
 
 
 CONTEXT_STRETCH = 8  # rope scaling (YaRN, linear) rarely stretches a model further

@@ -7,29 +7,33 @@ sizes, {start: 1, stop: 256, factor: 2}. Field names avoid pydantic's `model_` p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
+from infersize.bounds import BEST_TOP_N, EAGLE_TOPK, TREE_TOKENS
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import TP_SIZES
-from infersize.core.engines import ENGINE_SETTINGS, ENGINES, VLLM_ENTRYPOINTS
+from infersize.core.engines import ENGINES
+from infersize.core.knobs import ENGINE_KNOBS, Knob
 from infersize.core.methods import METHODS
 from infersize.core.profile import profile_problem
 from infersize.core.speedup import SPEEDUP_MODELS
 from infersize.defaults import DEFAULTS
-from infersize.errors import SweepConfigError
+from infersize.errors import InfersizeError, SweepConfigError
 from infersize.sweep.capacity.schema import (
     CapacityOptions,
     SlaText,
@@ -134,11 +138,27 @@ class PairEntry(_Strict):
 class OutputConfig(_Strict):
     dir: str | None = None
     cells: bool = False  # the per-cell table (every K); large
-    formats: list[Literal["parquet", "csv"]] = Field(default=["parquet", "csv"], min_length=1)
-    best_top_n: int = Field(default=3, ge=1, le=100)
+    formats: list[Literal["parquet", "csv"]] = Field(
+        default=list(DEFAULTS.output_formats), min_length=1
+    )
+    best_top_n: int = BEST_TOP_N.schema_field(DEFAULTS.best_top_n)
 
 
-class SweepConfig(_Strict):
+def _checked(knob: Knob) -> Callable[[Any], Any]:
+    """A value of `knob`, checked by its declaration (the message is the command line's)."""
+
+    def check(value: Any) -> Any:
+        if value is not None:
+            try:
+                knob.check(value)
+            except InfersizeError as exc:
+                raise ValueError(str(exc).removeprefix(f"{knob.name} ")) from None
+        return value
+
+    return check
+
+
+class _SweepFile(_Strict):
     # names the default output folder outputs/<name>: one plain folder name, never a path
     name: str = Field(default="sweep", pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
     targets: list[str] = []
@@ -164,23 +184,11 @@ class SweepConfig(_Strict):
     draft_k: IntAxis = Range(start=1, stop=DEFAULTS.sweep_draft_k_stop, step=1)
     speedup_model: str = DEFAULTS.speedup_model  # a key of the speedup-model registry
     engine: str = DEFAULTS.engine  # a key of the engine registry
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    overhead_gib: float | None = Field(default=None, ge=0)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)  # vllm engines
-    max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 24)
-    vllm_sampler: Literal["triton", "pytorch", "flashinfer"] | None = None
-    vllm_entrypoint: str = DEFAULTS.vllm_entrypoint  # serve or offline (vllm engines)
-    mem_fraction_static: float | None = Field(default=None, gt=0, le=1)  # sglang engines
-    chunked_prefill_size: int | None = Field(default=None, ge=1, le=1 << 24)
-    max_running_requests: int | None = Field(default=None, ge=1, le=1 << 24)
-    kv_cache_free_gpu_memory_fraction: float | None = Field(default=None, gt=0, le=1)  # trtllm
-    max_num_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
-    max_batch_size: int | None = Field(default=None, ge=1, le=1 << 24)
     # a draft tree (sglang, trtllm): candidates per node and the tokens verified, root included;
     # draft_k is then the tree's depth
-    eagle_topk: int = Field(default=DEFAULTS.eagle_topk, ge=1, le=64)
-    num_draft_tokens: int | None = Field(default=None, ge=2, le=1024)
-    memory_headroom: float = Field(default=0.0, ge=0, lt=1)
+    eagle_topk: int = EAGLE_TOPK.schema_field(DEFAULTS.eagle_topk)
+    num_draft_tokens: int | None = TREE_TOKENS.schema_field(None)
+    memory_headroom: float = Field(default=DEFAULTS.memory_headroom, ge=0, lt=1)
     allow_cross_tokenizer: bool = False
     max_cells: int = Field(default=100_000_000, ge=1)
     chunk_cells: int | None = Field(default=None, ge=1_000)  # None: from the grid (plan.py)
@@ -238,22 +246,17 @@ class SweepConfig(_Strict):
     def _known_engine(cls, name: str) -> str:
         return _registered(name, ENGINES, "engine")
 
-    @field_validator("vllm_entrypoint")
-    @classmethod
-    def _known_entrypoint(cls, name: str) -> str:
-        return _registered(name, VLLM_ENTRYPOINTS, "vllm_entrypoint")
-
     @model_validator(mode="after")
-    def _settings_of_the_engine(self) -> SweepConfig:
+    def _settings_of_the_engine(self) -> _SweepFile:
         """SGLang's and TensorRT-LLM's settings only for their engines; a tree only where the
         engine drafts one, with its verified tokens."""
         rule = ENGINES[self.engine].memory_rule
-        for owner, names in ENGINE_SETTINGS.items():
-            for name in names:
-                if getattr(self, name) is not None and owner != rule:
-                    raise ValueError(
-                        f"{name} is a setting of {owner}: it does not apply to engine {self.engine}"
-                    )
+        for knob in ENGINE_KNOBS.values():
+            if knob.strict_owner and getattr(self, knob.name) is not None and knob.owner != rule:
+                raise ValueError(
+                    f"{knob.name} is a setting of {knob.owner}: it does not apply to engine "
+                    f"{self.engine}"
+                )
         if self.eagle_topk == 1:
             if self.num_draft_tokens is not None:
                 raise ValueError(
@@ -279,7 +282,7 @@ class SweepConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _one_context_axis(self) -> SweepConfig:
+    def _one_context_axis(self) -> _SweepFile:
         lengths = (self.input_tokens is not None, self.output_tokens is not None)
         if self.context_lengths is not None and any(lengths):
             raise ValueError("give context_lengths or input_tokens with output_tokens, not both")
@@ -292,11 +295,29 @@ class SweepConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _pairs_or_lists(self) -> SweepConfig:
+    def _pairs_or_lists(self) -> _SweepFile:
         heads_only = self.methods is not None and any(m != "draft" for m in self.methods)
         if not self.pairs and not (self.targets and (self.drafts or heads_only)):
             raise ValueError("give targets and drafts (or head methods), or explicit pairs")
         return self
+
+
+# The sweep file's schema: its own keys, and each engine setting as a key, one per declaration
+# (core/knobs.py), of its type, with its check
+if TYPE_CHECKING:
+    SweepConfig = _SweepFile
+else:
+    SweepConfig = create_model(
+        "SweepConfig",
+        __base__=_SweepFile,
+        **{
+            knob.name: (
+                Annotated[knob.kind | None, AfterValidator(_checked(knob))],
+                knob.default,
+            )
+            for knob in ENGINE_KNOBS.values()
+        },
+    )
 
 
 def _axis_count(axis: list[int] | list[float] | Range) -> float:

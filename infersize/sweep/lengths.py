@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from infersize.bounds import ANSWER_TOKENS, PROMPT_TOKENS
 from infersize.errors import InfersizeError
 from infersize.files import InputFileError, read_input
 
 MAX_LENGTHS_BYTES = 512 * 2**20
-MAX_TOKENS = 10_000_000  # past any model's context
 COLUMNS = ("input_tokens", "output_tokens")
+BOUNDS = {"input_tokens": PROMPT_TOKENS, "output_tokens": ANSWER_TOKENS}
 
 
 class LengthsFileError(InfersizeError):
@@ -54,14 +55,14 @@ def read_lengths(path: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
         raise LengthsFileError(f"{path}: missing column(s) {', '.join(missing)}")
     columns = []
     for name in COLUMNS:
-        values = table[name]
+        values, bound = table[name], BOUNDS[name]
         if not values:
             raise LengthsFileError(f"{path}: no rows")
         for row, value in enumerate(values, start=1):
             whole = isinstance(value, int) and not isinstance(value, bool)
-            if not whole or not 1 <= int(value) <= MAX_TOKENS:  # type: ignore[call-overload]
+            if not whole or not bound.contains(value):
                 raise LengthsFileError(
-                    f"{path}: row {row}: {name} must be a whole number in 1..{MAX_TOKENS:,}, "
+                    f"{path}: row {row}: {name} must be a whole number in {bound.range_text()}, "
                     f"got {value!r}"
                 )
         columns.append(tuple(int(np.int64(v)) for v in values))  # type: ignore[arg-type]

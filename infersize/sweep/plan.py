@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from infersize.catalog.store import load_catalog
 from infersize.catalog.yamlfile import YamlDocument
 from infersize.core.engines import EngineSettings
 from infersize.core.evaluate import MAX_K
+from infersize.core.knobs import ENGINE_KNOBS
 from infersize.errors import SweepConfigError
 from infersize.service.context import decode_context
 from infersize.sweep.capacity.plan import capacity_plan, resolved_capacity
@@ -138,7 +139,7 @@ class Plan:
             "batch_sizes": list(self.batches),
             "acceptance_scenarios": self.scenarios,
             "draft_k": list(self.ks),
-            "scoring": asdict(self.scoring),
+            "scoring": asdict(self.scoring) | {"engine": self.scoring.engine.as_dict()},
             "settings": len(self.settings),
             "skipped": dict(self.skipped),
         } | ({} if self.capacity is None else {"capacity": resolved_capacity(self.capacity)})
@@ -191,7 +192,8 @@ def build_plan(cfg: SweepConfig, doc: YamlDocument, catalog_files: tuple[str, ..
     scoring = Scoring(
         speedup_model=cfg.speedup_model,
         engine=EngineSettings(
-            **{f.name: getattr(cfg, f.name) for f in fields(EngineSettings)},  # same names
+            cfg.engine,
+            **{name: getattr(cfg, name) for name in ENGINE_KNOBS},  # same names
         ),
         memory_headroom=cfg.memory_headroom,
         catalog_files=tuple(catalog_files),

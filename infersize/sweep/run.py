@@ -27,6 +27,7 @@ import pyarrow as pa
 import yaml
 
 from infersize import __version__
+from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
 from infersize.sweep.capacity.table import output_tables, simulated_rows
 from infersize.sweep.chunks import (
@@ -144,8 +145,8 @@ class RunOptions:
     scheduler: str | None = None
     resume: bool = False
     with_cells: bool = False
-    best_top_n: int = 3
-    formats: tuple[str, ...] = ("parquet", "csv")
+    best_top_n: int = DEFAULTS.best_top_n
+    formats: tuple[str, ...] = DEFAULTS.output_formats
     command_line: str | None = None
 
 

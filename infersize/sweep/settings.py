@@ -53,7 +53,7 @@ class Scoring:
 
     speedup_model: str = DEFAULTS.speedup_model
     engine: EngineSettings = field(default_factory=EngineSettings)
-    memory_headroom: float = 0.0
+    memory_headroom: float = DEFAULTS.memory_headroom
     catalog_files: tuple[str, ...] = ()
     eagle_topk: int = DEFAULTS.eagle_topk  # 1: chains of K; more: trees of depth K
     num_draft_tokens: int | None = None  # a tree's verified tokens, the root included

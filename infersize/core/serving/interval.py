@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from infersize.bounds import Bound
+
 # Student's t at 0.975 by degrees of freedom (any table of t quantiles, e.g. NIST/SEMATECH
 # e-Handbook, section 1.3.6.7.2; tests/test_interval.py checks them against scipy.stats.t.ppf)
 T_975 = (
@@ -49,6 +51,7 @@ T_975 = (
     2.045,
 )
 MAX_REPLICATIONS = len(T_975) + 1
+REPLICATIONS = Bound(name="replications", kind=int, low=1, high=MAX_REPLICATIONS)
 
 
 def mean(values: Sequence[float]) -> float:

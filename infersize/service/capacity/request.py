@@ -5,11 +5,20 @@ resolves to."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
+from infersize.bounds import (
+    ANSWER_TOKENS,
+    CONCURRENCY,
+    HEADROOM,
+    PROMPT_TOKENS,
+    REQUEST_RATE,
+    REQUESTS,
+    SEED,
+    TARGET_REQUEST_RATE,
+)
 from infersize.catalog.store import Catalog
-from infersize.core.serving.interval import MAX_REPLICATIONS
+from infersize.core.serving.interval import REPLICATIONS
 from infersize.core.serving.sla import Sla
 from infersize.core.serving.traffic import Arrival
 from infersize.defaults import DEFAULTS
@@ -45,31 +54,6 @@ class CapacityRequest:
     engine_by_default: bool = False  # the engine is capacity's default, not the user's
 
 
-# The ranges a capacity request's numbers must lie in: wide enough for any real fleet, narrow
-# enough that no product of two of them overflows or underflows a float (a rate of 5e-324 makes
-# every arrival time infinite; a headroom of 1e308 every replica count)
-RATE_RANGE = (1e-6, 1e6)  # requests per second, per replica or for the fleet
-
-FLEET_RATE_RANGE = (1e-6, 1e9)
-
-HEADROOM_RANGE = (1.0, 1000.0)
-
-MAX_CONCURRENCY = 1 << 20
-
-MAX_REQUESTS = 1_000_000
-
-MAX_TOKENS = 10_000_000  # a request's prompt or answer
-
-SEED_RANGE = (0, 2**32 - 1)
-
-
-def check_range(name: str, value: float, bounds: tuple[float, float], what: str = "") -> None:
-    """`value` finite and within `bounds`, else one line naming the setting."""
-    low, high = bounds
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ValueRangeError(name, f"must be {what}in [{low:g}, {high:g}], got {value:g}")
-
-
 def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:
     if traffic.request_rate is not None and traffic.concurrency is not None:
         raise ValueRangeError(
@@ -82,19 +66,19 @@ def validate_traffic(traffic: Traffic, target_request_rate: float | None = None)
             "replica's share of it)",
         )
     if traffic.request_rate is not None:
-        check_range("request_rate", traffic.request_rate, RATE_RANGE, "a number of requests/s ")
+        REQUEST_RATE.check(traffic.request_rate)
     if traffic.concurrency is not None:
-        check_range("concurrency", traffic.concurrency, (1, MAX_CONCURRENCY))
-    check_range("requests", traffic.requests, (1, MAX_REQUESTS))
-    check_range("seed", traffic.seed, SEED_RANGE)
+        CONCURRENCY.check(traffic.concurrency)
+    REQUESTS.check(traffic.requests)
+    SEED.check(traffic.seed)
     if not traffic.input_tokens or len(traffic.input_tokens) != len(traffic.output_tokens):
         raise ValueRangeError("input_tokens", "and {output_tokens} need one length each")
-    for name, lengths in (
-        ("input_tokens", traffic.input_tokens),
-        ("output_tokens", traffic.output_tokens),
+    for bound, lengths in (
+        (PROMPT_TOKENS, traffic.input_tokens),
+        (ANSWER_TOKENS, traffic.output_tokens),
     ):
         for value in (min(lengths), max(lengths)):
-            check_range(name, value, (1, MAX_TOKENS))
+            bound.check(value)
 
 
 class UnservableError(InfersizeError):
@@ -128,18 +112,10 @@ def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
             "needs {sla}: the latency target decides what one replica serves, and so how many "
             "it takes",
         )
-    if not 1 <= req.replications <= MAX_REPLICATIONS:
-        raise ValueRangeError(
-            "replications", f"must be in 1..{MAX_REPLICATIONS}, got {req.replications}"
-        )
-    check_range("headroom", req.headroom, HEADROOM_RANGE)
+    REPLICATIONS.check(req.replications)
+    HEADROOM.check(req.headroom)
     if req.target_request_rate is not None:
-        check_range(
-            "target_request_rate",
-            req.target_request_rate,
-            FLEET_RATE_RANGE,
-            "a number of requests/s ",
-        )
+        TARGET_REQUEST_RATE.check(req.target_request_rate)
     _check_vacuous(req)
     prepared = prepare(req.spec, catalog)
     if prepared.deployment.support.level == "unsupported":

@@ -13,25 +13,25 @@ capacity.parquet/.csv (sweep/capacity/table.py).
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from infersize.bounds import (
+    ANSWER_TOKENS,
+    HEADROOM,
+    PROMPT_TOKENS,
+    REQUESTS,
+    SEED,
+    TARGET_REQUEST_RATE,
+)
 from infersize.catalog.workload_kinds import workload_kind
-from infersize.core.serving.interval import MAX_REPLICATIONS
+from infersize.core.serving.interval import REPLICATIONS
 from infersize.core.serving.sla import parse_sla
 from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
-from infersize.service.capacity.request import (
-    FLEET_RATE_RANGE,
-    HEADROOM_RANGE,
-    MAX_REQUESTS,
-    MAX_TOKENS,
-    SEED_RANGE,
-)
 
 
 class _Strict(BaseModel):
@@ -42,9 +42,8 @@ def _positive_rates(rates: list[float] | None) -> list[float] | None:
     if rates is not None:
         if not rates:
             raise ValueError("needs at least one rate")
-        low, high = FLEET_RATE_RANGE
-        if any(not (math.isfinite(r) and low <= r <= high) for r in rates):
-            raise ValueError(f"request rates must be numbers in [{low:g}, {high:g}]")
+        if not all(TARGET_REQUEST_RATE.contains(r) for r in rates):
+            raise ValueError(f"request rates must be numbers in {TARGET_REQUEST_RATE.range_text()}")
     return rates
 
 
@@ -53,8 +52,8 @@ class WorkloadEntry(_Strict):
     arrival process, and optionally its own target request rates."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-    input_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    input_tokens: int | None = PROMPT_TOKENS.schema_field(None)
+    output_tokens: int | None = ANSWER_TOKENS.schema_field(None)
     lengths: str | None = None  # a trace, relative to the sweep file's folder
     arrival: str = DEFAULTS.arrival
     target_request_rates: list[float] | None = None
@@ -89,14 +88,14 @@ class WorkloadEntry(_Strict):
 
 
 class CapacityOptions(_Strict):
-    requests: int = Field(default=DEFAULTS.capacity_requests, ge=1, le=MAX_REQUESTS)
-    seed: int = Field(default=DEFAULTS.seed, ge=SEED_RANGE[0], le=SEED_RANGE[1])
+    requests: int = REQUESTS.schema_field(DEFAULTS.capacity_requests)
+    seed: int = SEED.schema_field(DEFAULTS.seed)
     # rows per (GPU, target, workload, SLA) the simulator confirms, besides the rows near an
     # SLA edge (where speculation's saving of GPUs could flip)
     simulate_top: int = Field(default=DEFAULTS.capacity_simulate_top, ge=0, le=1000)
-    headroom: float = Field(default=DEFAULTS.headroom, ge=HEADROOM_RANGE[0], le=HEADROOM_RANGE[1])
+    headroom: float = HEADROOM.schema_field(DEFAULTS.headroom)
     # capacity searches under independent draws: the mean answers, their spread is its range
-    replications: int = Field(default=DEFAULTS.capacity_replications, ge=1, le=MAX_REPLICATIONS)
+    replications: int = REPLICATIONS.schema_field(DEFAULTS.capacity_replications)
 
 
 def known_workload_kind(text: str) -> str:
