@@ -21,10 +21,11 @@ from pathlib import Path
 
 from infersize.catalog.store import load_catalog
 from infersize.errors import InfersizeError
+from infersize.service.capacity.fleet import fleet
 from infersize.service.capacity.request import prepare_capacity
 from infersize.service.capacity.screen import (
+    RowAnswer,
     RowCache,
-    gpus_needed,
     near_edge,
     screen_row,
     simulate_row,
@@ -58,7 +59,8 @@ def gaps(sweep: Path) -> dict[str, list[Case]]:
         except InfersizeError:
             continue
         simulated = simulate_row(request, catalog, rates, cache)
-        truth, guess = simulated.max_request_rate[1], screened.max_request_rate[1]
+        truth = simulated.speculative.max_request_rate
+        guess = screened.speculative.max_request_rate
         kept = not (screened.unsure or near_edge(screened, rates, plan.capacity.headroom))
         out.setdefault(case.sla_name, []).append(
             {
@@ -77,11 +79,15 @@ def gaps(sweep: Path) -> dict[str, list[Case]]:
     return out
 
 
-def _within(screened: object, simulated: object, rate: float, tp: int, headroom: float) -> bool:
+def _within(
+    screened: RowAnswer, simulated: RowAnswer, rate: float, tp: int, headroom: float
+) -> bool:
     """The simulator's speculative GPUs lie between those at the two ends of the screened
     row's range (its stated error)."""
-    interval = screened.interval[1]  # type: ignore[attr-defined]
-    truth = gpus_needed(simulated, rate, headroom, tp)[1]  # type: ignore[arg-type]
+    interval = screened.speculative.interval
+    truth = fleet(
+        rate, simulated.speculative.max_request_rate, None, headroom=headroom, tp=tp, price=None
+    ).gpus
     if interval is None or interval[1] <= 0:
         return truth is None
     fewest, most = (-(-headroom * rate // end) * tp for end in (interval[1], interval[0]))

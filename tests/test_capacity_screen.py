@@ -40,10 +40,10 @@ def test_screened_rows_agree_with_the_simulator_within_the_stated_error():
             continue
         if screened.unsure or near_edge(screened, rates, plan.capacity.headroom):
             continue  # the sweep hands these to the simulator
-        truth = simulate_row(request, catalog, rates, cache).max_request_rate[1]
-        guess = screened.max_request_rate[1]
+        truth = simulate_row(request, catalog, rates, cache).speculative.max_request_rate
+        guess = screened.speculative.max_request_rate
         assert (truth > 0) == (guess > 0), case
-        low, high = screened.interval[1] or (guess, guess)
+        low, high = screened.speculative.interval or (guess, guess)
         if screened.draft_k > 0:  # a screened speculative arm: at least the screen's error
             assert low <= guess * (1 - SCREEN_ERROR) * 1.0001
         for rate in rates:

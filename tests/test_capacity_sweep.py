@@ -202,7 +202,7 @@ def test_fewest_gpus_per_gpu_type_for_any_rate(fleet, table, runner):
     ).to_dicts()
     assert [entry["gpu"] for entry in answer["rows"]] == ["h100-sxm", "l40s"]
     for entry in answer["rows"]:
-        for arm, key in (("baseline", "plain"), ("speculative", "speculative")):
+        for arm, key in (("baseline", "baseline"), ("speculative", "speculative")):
             needs = [
                 math.ceil(25 / r[f"max_request_rate_{arm}"] - 1e-12) * r["tp"]
                 for r in rows
@@ -210,7 +210,8 @@ def test_fewest_gpus_per_gpu_type_for_any_rate(fleet, table, runner):
             ]
             assert entry[key]["gpus"] == min(needs)
         assert (
-            entry["speculation_saves_gpus"] == entry["plain"]["gpus"] - entry["speculative"]["gpus"]
+            entry["speculation_saves_gpus"]
+            == entry["baseline"]["gpus"] - entry["speculative"]["gpus"]
         )
     text = runner.invoke(
         app, ["best", str(out), "--request-rate", "25", "--sla", "interactive", "--by", "cost"]
@@ -404,7 +405,7 @@ def test_a_workload_beyond_a_models_context_never_answers_best(tmp_path, runner)
     assert limits == {"llama-3.1-8b": 131072, "llama-2-7b": 4096}
     args = ["best", str(out), "--request-rate", "2", "--sla", "relaxed", "--json"]
     answer = json.loads(runner.invoke(app, args).output)
-    chosen = {row[arm]["target"] for row in answer["rows"] for arm in ("plain", "speculative")}
+    chosen = {row[arm]["target"] for row in answer["rows"] for arm in ("baseline", "speculative")}
     assert chosen == {"llama-3.1-8b"}
     assert (
         "llama-2-7b cannot hold the rag workload's requests (max_position_embeddings)"

@@ -90,7 +90,7 @@ def test_best_json_adds_the_target_and_keeps_its_keys(runner, two_targets):
         assert answer["target"] == target
         assert [entry["gpu"] for entry in answer["rows"]] == ["h100-sxm", "l40s"]
         for entry in answer["rows"]:
-            for arm, key in (("baseline", "plain"), ("speculative", "speculative")):
+            for arm, key in (("baseline", "baseline"), ("speculative", "speculative")):
                 rows = table.filter((pl.col("target") == target) & (pl.col("gpu") == entry["gpu"]))
                 fewest = min(
                     -(-40 // r) * tp
@@ -195,7 +195,7 @@ def test_plot_capacity_draws_a_panel_per_target(runner, two_targets, tmp_path, d
         expected = []
         for entry in answer["rows"]:  # each GPU's colour, its speculative line then its plain
             color = shown["colors"][entry["gpu"]]
-            expected += [(color, entry["speculative"]["gpus"]), (color, entry["plain"]["gpus"])]
+            expected += [(color, entry["speculative"]["gpus"]), (color, entry["baseline"]["gpus"])]
         assert list(zip(colors, at_40, strict=True)) == expected
 
 
@@ -221,7 +221,7 @@ def test_plot_capacity_target_draws_one_panel_titled_with_it(runner, two_targets
         "GPUs needed for llama-3.2-3b: chat, SLA interactive (α scenario 0)"
     ]
     answer = _best(runner, two_targets, "--target", "llama-3.2-3b")
-    at_40 = [entry[arm]["gpus"] for entry in answer["rows"] for arm in ("speculative", "plain")]
+    at_40 = [entry[arm]["gpus"] for entry in answer["rows"] for arm in ("speculative", "baseline")]
     assert shown["panels"][0][2] == at_40  # each GPU's speculative line, then its plain
 
 

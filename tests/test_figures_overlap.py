@@ -136,6 +136,7 @@ def test_the_report_figure_fits_its_fixed_margins():
 def test_the_fleet_figure_fits_its_own_margins(targets):
     """The fleet figure as the report draws it (its own margins, no tight bounding box) and as
     a PNG: a panel per target and one legend below for eight GPU types with long names."""
+    from infersize.service.capacity.answer import BASELINE, SPECULATIVE
     from infersize.show.capacity_figure import fleet_figure
     from infersize.sweep.capacity.best import FleetCurve, FleetPanel
 
@@ -144,8 +145,10 @@ def test_the_fleet_figure_fits_its_own_margins(targets):
         FleetCurve(
             f"a-long-gpu-name-{i}-sxm",
             rates,
-            [int(r * (i + 2)) for r in rates],
-            [int(r * (i + 1)) for r in rates],
+            {
+                BASELINE: [int(r * (i + 2)) for r in rates],
+                SPECULATIVE: [int(r * (i + 1)) for r in rates],
+            },
         )
         for i in range(8)
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from infersize.service.capacity.answer import BASELINE, SPECULATIVE, ArmKind
 from infersize.show.figures import literal, new_figure_grid
 
 if TYPE_CHECKING:
@@ -24,10 +25,7 @@ class FleetCurve(Protocol):
     def gpu(self) -> str: ...
     @property
     def rates(self) -> list[float]: ...
-    @property
-    def plain_gpus(self) -> list[int | None]: ...
-    @property
-    def speculative_gpus(self) -> list[int | None]: ...
+    def gpus(self, kind: ArmKind) -> list[int | None]: ...
 
 
 class FleetPanel(Protocol):
@@ -39,18 +37,14 @@ class FleetPanel(Protocol):
     def curves(self) -> Sequence[FleetCurve]: ...
 
 
-STYLE = {"baseline": ("tab:blue", "plain decoding"), "speculative": ("tab:orange", "speculation")}
+COLORS = {BASELINE: "tab:blue", SPECULATIVE: "tab:orange"}
 PANELS = (("ttft", "TTFT"), ("tpot", "TPOT"))
 
 
 def _sla_limits_ms(result: CapacityResult) -> dict[str, tuple[str, float]]:
     """metric -> (the SLA term, its limit in ms)."""
-    limits = {}
-    for term in (result.sla or "").split(";") if result.sla else ():
-        metric, bound = term.split(":")[0], term.split("<=")[1]
-        value = float(bound[:-2]) if bound.endswith("ms") else float(bound[:-1]) * 1e3
-        limits[metric] = (term, value)
-    return limits
+    terms = () if result.sla is None else result.sla.terms
+    return {term.metric: (str(term), term.limit_s * 1e3) for term in terms}
 
 
 def _panel(
@@ -59,14 +53,14 @@ def _panel(
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
     for curve in curves:
-        color, name = STYLE[curve.arm]
-        k = f" (K={curve.draft_k})" if curve.arm == "speculative" else ""
+        color, name = COLORS[curve.arm], curve.arm.label
+        k = f" (K={curve.draft_k})" if curve.arm.speculates else ""
         for statistic, style in (("p50", "-"), ("p99", "--")):
             values = [m.value(metric, statistic) * 1e3 for m in curve.measured]
             ax.plot(
                 curve.rates, values, style, color=color, marker=".", label=f"{name}{k} {statistic}"
             )
-        arm = result.baseline if curve.arm == "baseline" else result.speculative
+        arm = result.arm(curve.arm)
         top = None if arm is None or arm.capacity is None else arm.capacity.max_request_rate
         if top:
             ax.axvline(
@@ -108,19 +102,19 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
     return fig
 
 
-# each arm's line style, width and legend label
-ARMS: tuple[tuple[Literal["-", "--"], float, str], ...] = (
-    ("-", 2.6, "speculation"),
-    ("--", 1.4, "plain decoding"),
-)
+# each arm's line style and width, speculation first (the legend's order)
+LINES: dict[ArmKind, tuple[Literal["-", "--"], float]] = {
+    SPECULATIVE: ("-", 2.6),
+    BASELINE: ("--", 1.4),
+}
 
 
 def _fleet_panel(ax: Axes, panel: FleetPanel, colors: dict[str, str]) -> None:
     from matplotlib.ticker import MaxNLocator
 
     for curve in panel.curves:
-        arms = zip((curve.speculative_gpus, curve.plain_gpus), ARMS, strict=True)
-        for values, (style, width, _how) in arms:
+        for kind, (style, width) in LINES.items():
+            values = curve.gpus(kind)
             points = [(r, g) for r, g in zip(curve.rates, values, strict=True) if g is not None]
             if points:
                 xs, ys = zip(*points, strict=True)
@@ -139,10 +133,10 @@ def _legend(gpus: list[str], colors: dict[str, str], width: float) -> tuple[list
 
     handles = [Line2D([], [], color=colors[gpu], linewidth=2.6, label=literal(gpu)) for gpu in gpus]
     handles += [
-        Line2D([], [], color="0.25", linestyle=style, linewidth=line, label=how)
-        for style, line, how in ARMS
+        Line2D([], [], color="0.25", linestyle=style, linewidth=line, label=kind.label)
+        for kind, (style, line) in LINES.items()
     ]
-    entry = 0.75 + 0.065 * max(len(name) for name in [*gpus, *(how for *_, how in ARMS)])
+    entry = 0.75 + 0.065 * max(len(name) for name in [*gpus, *(kind.label for kind in LINES)])
     return handles, max(1, min(len(handles), 5, int((width - 0.4) / entry)))
 
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infersize.core.serving.metrics import Stats
-from infersize.service.capacity.answer import ArmResult, CapacityResult
+from infersize.service.capacity.answer import BASELINE, SPECULATIVE, ArmResult, CapacityResult
 
 
 def _ms(stats: Stats, statistic: str) -> str:
@@ -173,8 +173,8 @@ def render_capacity(console: Console, r: CapacityResult) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("")
     arms = list(r.arms.values())
-    for name, arm in r.arms.items():
-        table.add_column(f"{name} (K={arm.draft_k})", justify="right")
+    for kind, arm in r.arms.items():
+        table.add_column(f"{kind.key} (K={arm.draft_k})", justify="right")
     if len({arm.tp for arm in arms}) > 1:
         table.add_row("TP (GPUs per replica)", *(str(a.tp) for a in arms))
     rows = [_rows(arm) for arm in arms]
@@ -185,12 +185,12 @@ def render_capacity(console: Console, r: CapacityResult) -> None:
             table.add_row(*row)
     console.print(table)
     console.print(_headline(r), markup=False, highlight=False)
-    for name, arm in r.arms.items():
+    for kind, arm in r.arms.items():
         if arm.capacity is not None:
-            line = f"capacity ({name}): {arm.capacity.why}"
+            line = f"capacity ({kind.key}): {arm.capacity.why}"
             console.print(line, markup=False, highlight=False, soft_wrap=True)
         if arm.sla_breaches and not arm.meets_sla:
-            line = f"at this load ({name}, {arm.load}): {'; '.join(arm.sla_breaches)}"
+            line = f"at this load ({kind.key}, {arm.load}): {'; '.join(arm.sla_breaches)}"
             console.print(line + _within_range(arm), markup=False, highlight=False, soft_wrap=True)
     if r.confidence != "high":
         line = f"confidence {r.confidence}: {r.confidence_reason}"
@@ -227,7 +227,7 @@ def fleet_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     """`best --request-rate`: per GPU type, the best plain and speculative deployment."""
     out = []
     for entry in rows:
-        plain, spec = entry["plain"], entry["speculative"]
+        plain, spec = entry[BASELINE.key], entry[SPECULATIVE.key]
         saves = entry["speculation_saves_gpus"]
         out.append(
             [

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from infersize.core.arrays import floats
+from infersize.core.serving.metrics import Latencies, Stats
 from infersize.core.serving.replica import Replica, layout_floats, sequence_kv_bytes
 from infersize.core.serving.traffic import emission_probabilities
 
@@ -48,15 +47,11 @@ NORMAL_QUANTILE = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class MeanField:
+class MeanField(Latencies):
     rate: float  # requests per second offered
     sustained: bool  # False: the replica cannot keep up (no fixed point within its limits)
     step_s: float
     decoding: float  # mean decoding sequences
-    ttft_s: dict[str, float]  # by statistic (mean, p50, ...)
-    tpot_s: dict[str, float]
-    itl_s: dict[str, float]
-    e2e_s: dict[str, float]
     limit: str  # what bounds the replica at this rate ("" when it keeps up)
 
 
@@ -205,7 +200,10 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     share = min(others, 1.0)
     residual = ((1.0 - share) * t_d**2 + share * (t_d + delta) ** 2) / (2.0 * t)
     spread_steps = decode_tokens * var / mu**3
-    ttft, tpot, itl, e2e = {}, {}, {}, {}
+    ttft: dict[str, float] = {}
+    tpot: dict[str, float] = {}
+    itl: dict[str, float] = {}
+    e2e: dict[str, float] = {}
     for name, q in QUANTILES.items():
         z = 0.0 if q is None else NORMAL_QUANTILE[q]
         wait = residual if q is None else q * t
@@ -223,16 +221,16 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
         sustained=True,
         step_s=t,
         decoding=n,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        itl_s=itl,
-        e2e_s=e2e,
+        ttft_s=Stats(**ttft),
+        tpot_s=Stats(**tpot),
+        itl_s=Stats(**itl),
+        e2e_s=Stats(**e2e),
         limit="",
     )
 
 
 def _unsustained(rate: float, step_s: float, decoding: float, limit: str) -> MeanField:
-    inf = dict.fromkeys(QUANTILES, math.inf)
+    inf = Stats(**dict.fromkeys(QUANTILES, math.inf))
     return MeanField(
         rate=rate,
         sustained=False,
@@ -263,13 +261,3 @@ def sustained_rate(replica: Replica, lengths: Lengths) -> float:
         middle = (low + high) / 2.0
         low, high = (middle, high) if keeps_up(middle) else (low, middle)
     return low
-
-
-def mean_lengths(
-    input_tokens: ArrayLike, output_tokens: ArrayLike, rates: tuple[float, ...]
-) -> Lengths:
-    return Lengths(
-        input_tokens=float(np.mean(floats(input_tokens))),
-        output_tokens=float(np.mean(floats(output_tokens))),
-        rates=rates,
-    )

@@ -87,22 +87,29 @@ def weighted_stats(values: ArrayLike, counts: ArrayLike) -> Stats:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ServingMetrics:
+class Latencies:
+    """A load's latency statistics, whoever estimates them (the simulator's ServingMetrics, the
+    mean-field model's MeanField): what an SLA term reads."""
+
     ttft_s: Stats
     tpot_s: Stats
     itl_s: Stats
     e2e_s: Stats
+
+    def value(self, metric: str, statistic: str) -> float:
+        """The SLA term's number: `metric` (ttft, tpot, itl, e2e) at `statistic` (mean, p50...)."""
+        stats: Stats = getattr(self, f"{metric}_s")
+        return stats.get(statistic)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingMetrics(Latencies):
     output_tokens_per_s: float
     requests_per_s: float
     mean_running_sequences: float  # time average of the sequences the engine holds
     preemptions: int
     queue_delay_s: Stats  # arrival to admission: waiting for a step, a slot or the pool
     overload: str = ""  # why the open loop's queue grows ("": it does not)
-
-    def value(self, metric: str, statistic: str) -> float:
-        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.itl_s, "e2e": self.e2e_s}[
-            metric
-        ].get(statistic)
 
 
 def itl_values(run: Run) -> tuple[FloatArray, FloatArray]:

@@ -8,10 +8,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from infersize.core.serving.metrics import LatencyFloor, Stats
+from infersize.core.serving.sla import Sla
 from infersize.service.capacity.fleet import Fleet
 from infersize.service.capacity.search import Capacity
 
-ARMS = ("baseline", "speculative")  # plain decoding, and speculation at the arm's K
+
+@dataclass(frozen=True, kw_only=True)
+class ArmKind:
+    """One of a capacity answer's two arms, declared here only: the key its JSON object, its
+    table columns (a suffix) and its figure series go by, and how prose names it."""
+
+    key: str
+    label: str
+    speculates: bool
+
+
+BASELINE = ArmKind(key="baseline", label="plain decoding", speculates=False)
+SPECULATIVE = ArmKind(key="speculative", label="speculation", speculates=True)
+ARMS = (BASELINE, SPECULATIVE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +75,7 @@ class CapacityResult:
     gpu_name: str
     engine: str
     workload: dict[str, Any]
-    sla: str | None
+    sla: Sla | None  # parsed once, from the command line or the sweep file
     acceptance_rate: float | None
     acceptance_source: str | None
     baseline: ArmResult
@@ -74,10 +88,14 @@ class CapacityResult:
     confidence_reason: str
     notes: tuple[str, ...]
 
+    def arm(self, kind: ArmKind) -> ArmResult | None:
+        return self.speculative if kind.speculates else self.baseline
+
     @property
-    def arms(self) -> dict[str, ArmResult]:
-        both = {ARMS[0]: self.baseline, ARMS[1]: self.speculative}
-        return {name: arm for name, arm in both.items() if arm is not None}
+    def arms(self) -> dict[ArmKind, ArmResult]:
+        """The arms answered (speculation only with a drafter), by kind."""
+        both = {kind: self.arm(kind) for kind in ARMS}
+        return {kind: arm for kind, arm in both.items() if arm is not None}
 
     @property
     def tp(self) -> int:

@@ -158,7 +158,7 @@ def mean_field_capacity(arm: Arm, sla: Sla, ceiling: float) -> float:
         middle = (low + high) / 2.0
         estimate = mean_field(arm.replica, arm.lengths, middle)
         ok = estimate.sustained and all(
-            getattr(estimate, f"{t.metric}_s")[t.statistic] <= t.limit_s for t in sla.terms
+            estimate.value(t.metric, t.statistic) <= t.limit_s for t in sla.terms
         )
         low, high = (middle, high) if ok else (low, middle)
     return max(low, ceiling / 100.0)
@@ -173,10 +173,10 @@ def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
         return mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
     rate = traffic.request_rate
     if rate is None:
-        alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s["mean"]
+        alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s.mean
         rate = float(traffic.concurrency or 1) / max(alone, 1e-9)
     estimate = mean_field(arm.replica, arm.lengths, rate)
-    return -estimate.e2e_s["mean"] if estimate.sustained else -math.inf
+    return -estimate.e2e_s.mean if estimate.sustained else -math.inf
 
 
 def choose_draft_k(

@@ -9,6 +9,7 @@ import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.serving.metrics import ServingMetrics
+from infersize.service.capacity.answer import BASELINE, SPECULATIVE, ArmKind
 from infersize.service.capacity.arm import make_arm, saturation_rate, serve
 from infersize.service.capacity.request import CapacityRequest, prepare_capacity
 
@@ -19,7 +20,7 @@ HIGHEST_SHARE = 1.10
 
 @dataclass(frozen=True, kw_only=True)
 class LatencyCurve:
-    arm: str  # baseline or speculative
+    arm: ArmKind
     draft_k: int
     rates: tuple[float, ...]  # requests per second, open loop
     measured: tuple[ServingMetrics, ...]
@@ -31,19 +32,19 @@ def capacity_curves(
     """Each arm (the speculative one at `draft_k`, None: none) served at a ladder of rates up
     to just past the faster arm's saturation."""
     prepared = prepare_capacity(req, catalog)
-    arms = [("baseline", make_arm(prepared, req.traffic, 0))]
+    arms = [(BASELINE, make_arm(prepared, req.traffic, 0))]
     if draft_k is not None:
-        arms.append(("speculative", make_arm(prepared, req.traffic, draft_k)))
+        arms.append((SPECULATIVE, make_arm(prepared, req.traffic, draft_k)))
     top = max(saturation_rate(arm, req.traffic) for _, arm in arms)
     rates = tuple(
         float(r) for r in np.geomspace(LOWEST_SHARE * top, HIGHEST_SHARE * top, LADDER_POINTS)
     )
     return [
         LatencyCurve(
-            arm=name,
+            arm=kind,
             draft_k=arm.draft_k,
             rates=rates,
             measured=tuple(serve(arm, req.traffic, rate) for rate in rates),
         )
-        for name, arm in arms
+        for kind, arm in arms
     ]

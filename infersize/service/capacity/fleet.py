@@ -7,12 +7,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from infersize.service.capacity.search import Capacity
 
-
-def replicas_for(rate: float, capacity_rate: float, headroom: float) -> int | None:
+def replicas_for(rate: float, capacity_rate: float | None, headroom: float) -> int | None:
     """ceil(headroom × target / capacity); None when no rate meets the SLA."""
-    if capacity_rate <= 0:
+    if capacity_rate is None or capacity_rate <= 0:
         return None
     return max(1, math.ceil(headroom * rate / capacity_rate - 1e-12))
 
@@ -29,18 +27,27 @@ class Fleet:
 
 
 def fleet(
-    target: float, capacity: Capacity, headroom: float, tp: int, price: float | None
+    target: float,
+    max_request_rate: float | None,
+    interval: tuple[float, float] | None,
+    *,
+    headroom: float,
+    tp: int,
+    price: float | None,
 ) -> Fleet:
+    """The fleet for `target` requests/s at a capacity per replica and its 95 % range (None:
+    none); the one place replicas become GPUs and dollars (to the cent), for `capacity`, the
+    capacity table and `best --request-rate` alike."""
+
     def gpus_at(rate: float) -> int | None:
         replicas = replicas_for(target, rate, headroom)
         return None if replicas is None else replicas * tp
 
-    replicas = replicas_for(target, capacity.max_request_rate, headroom)
+    replicas = replicas_for(target, max_request_rate, headroom)
     gpus = None if replicas is None else replicas * tp
-    low, high = capacity.interval or (capacity.max_request_rate, capacity.max_request_rate)
     return Fleet(
         replicas=replicas,
         gpus=gpus,
-        gpus_interval=None if capacity.interval is None else (gpus_at(high), gpus_at(low)),
+        gpus_interval=None if interval is None else (gpus_at(interval[1]), gpus_at(interval[0])),
         usd_per_hour=None if gpus is None or price is None else round(gpus * price, 2),
     )

@@ -94,7 +94,14 @@ def _arm_result(
     tp = prepared.deployment.target.tp
     fleet_ = None
     if capacity is not None and req.target_request_rate is not None:
-        fleet_ = fleet(req.target_request_rate, capacity, req.headroom, tp, _price(prepared))
+        fleet_ = fleet(
+            req.target_request_rate,
+            capacity.max_request_rate,
+            capacity.interval,
+            headroom=req.headroom,
+            tp=tp,
+            price=_price(prepared),
+        )
     measured, load, rate = _measure(arm, req, fleet_)
     broken = list(sla_breaches(measured, sla)) if sla else []
     if capacity is not None and rate is not None and rate > capacity.max_request_rate > 0:
@@ -239,7 +246,7 @@ def assemble(
         gpu_name=dep.gpu.name,
         engine=dep.engine.name,
         workload=workload,
-        sla=None if req.sla is None else str(req.sla),
+        sla=req.sla,
         acceptance_rate=prepared.alpha if dep.draft else None,
         acceptance_source=None
         if dep.draft is None
@@ -273,7 +280,7 @@ def draft_fits(prepared: Prepared, req: CapacityRequest) -> bool:
 
 
 def _by_arm(result: CapacityResult, value: Any) -> dict[str, Any]:
-    return {name: value(arm) for name, arm in result.arms.items()}
+    return {kind.key: value(arm) for kind, arm in result.arms.items()}
 
 
 def capacity_json(result: CapacityResult) -> dict[str, Any]:
@@ -288,13 +295,13 @@ def capacity_json(result: CapacityResult) -> dict[str, Any]:
         "tp": result.tp,
         "engine": result.engine,
         "workload": result.workload,
-        "sla": result.sla,
+        "sla": None if result.sla is None else str(result.sla),
         "acceptance_rate": result.acceptance_rate,
         "acceptance_source": result.acceptance_source,
     }
-    for name in ARMS:
-        arm = result.arms.get(name)
-        data[name] = None if arm is None else _arm_json(arm)
+    for kind in ARMS:
+        arm = result.arm(kind)
+        data[kind.key] = None if arm is None else _arm_json(arm)
     with_sla = result.sla is not None
     with_fleet = with_sla and result.target_request_rate is not None
     capacity = {

@@ -19,10 +19,12 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 from infersize.catalog.store import Catalog
 from infersize.core.serving.meanfield import mean_field, sustained_rate
 from infersize.core.serving.metrics import sla_breaches
+from infersize.service.capacity.answer import ArmKind
 from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, screen_score, serve
 from infersize.service.capacity.fleet import replicas_for
 from infersize.service.capacity.request import (
@@ -56,22 +58,42 @@ SCREEN_ERROR = 0.15
 # at most this many replicas, the stated error can move the count by one: such rows near a
 # count's edge are simulated (above it, the range columns carry the count's error)
 FEW_REPLICAS = round(1 / SCREEN_ERROR)
-Latency = tuple[float, float, float, float]  # p50 and p99 TTFT, p50 and p99 TPOT, in ms
 Interval = tuple[float, float]
+
+
+class Latency(NamedTuple):
+    """A load's latencies, named as the capacity table's columns (less the arm)."""
+
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    tpot_p50_ms: float
+    tpot_p99_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowArm:
+    """One arm of a row: its capacity per replica, that capacity's 95 % range (None: none), and
+    its latencies at each target rate's load per replica (None where no rate meets the SLA)."""
+
+    max_request_rate: float
+    interval: Interval | None
+    latency_ms: dict[float, Latency | None]
 
 
 @dataclass(frozen=True, kw_only=True)
 class RowAnswer:
-    """Both arms of a row: capacity per replica, the K, latency at each target rate's load."""
+    """Both arms of a row (speculation at `draft_k`; 0: it does not pay, and the arms agree)."""
 
     draft_k: int
-    max_request_rate: tuple[float, float]  # (plain decoding, speculation)
-    interval: tuple[Interval | None, Interval | None]  # each arm's 95 % range (None: none)
-    latency_ms: dict[float, tuple[Latency | None, Latency | None]]  # by target rate
+    baseline: RowArm
+    speculative: RowArm
     simulated: bool
     # the screen cannot stand in for the simulator here: plain decoding serves nothing (the
     # arms' ratio scales nothing), or the simulator breaks the SLA below the screened capacity
     unsure: bool = False
+
+    def arm(self, kind: ArmKind) -> RowArm:
+        return self.speculative if kind.speculates else self.baseline
 
 
 def _screen_rate(arm: Arm, request: CapacityRequest) -> float:
@@ -151,14 +173,10 @@ def screen_row(
         )
     return RowAnswer(
         draft_k=k,
-        max_request_rate=(base, spec),
+        baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
+        speculative=_row_arm(spec, spec_interval, spec_latency, request, rates),
         simulated=False,
-        interval=(limit.interval, spec_interval),
         unsure=not checked,
-        latency_ms=_pair(
-            _at_rates(plain_latency, request, base, rates),
-            _at_rates(spec_latency, request, spec, rates),
-        ),
     )
 
 
@@ -185,50 +203,46 @@ def simulate_row(
         spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
     return RowAnswer(
         draft_k=k,
-        max_request_rate=(base, spec_rate),
+        baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
+        speculative=_row_arm(spec_rate, spec_arm.capacity.interval, spec_latency, request, rates),
         simulated=True,
-        interval=(limit.interval, spec_arm.capacity.interval),
-        latency_ms=_pair(
-            _at_rates(plain_latency, request, base, rates),
-            _at_rates(spec_latency, request, spec_rate, rates),
-        ),
     )
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
     m = serve(arm, request.traffic, load)
-    return (m.ttft_s.p50 * 1e3, m.ttft_s.p99 * 1e3, m.tpot_s.p50 * 1e3, m.tpot_s.p99 * 1e3)
+    return Latency(
+        ttft_p50_ms=m.ttft_s.p50 * 1e3,
+        ttft_p99_ms=m.ttft_s.p99 * 1e3,
+        tpot_p50_ms=m.tpot_s.p50 * 1e3,
+        tpot_p99_ms=m.tpot_s.p99 * 1e3,
+    )
 
 
 def _mean_field_latency(arm: Arm, load: float) -> Latency:
     f = mean_field(arm.replica, arm.lengths, load)
-    return (
-        f.ttft_s["p50"] * 1e3,
-        f.ttft_s["p99"] * 1e3,
-        f.tpot_s["p50"] * 1e3,
-        f.tpot_s["p99"] * 1e3,
+    return Latency(
+        ttft_p50_ms=f.ttft_s.p50 * 1e3,
+        ttft_p99_ms=f.ttft_s.p99 * 1e3,
+        tpot_p50_ms=f.tpot_s.p50 * 1e3,
+        tpot_p99_ms=f.tpot_s.p99 * 1e3,
     )
 
 
-def _at_rates(
+def _row_arm(
+    capacity: float,
+    interval: Interval | None,
     latency: Callable[[float], Latency],
     request: CapacityRequest,
-    top: float,
     rates: tuple[float, ...],
-) -> dict[float, Latency | None]:
-    """Latencies at each target rate's load per replica (rate / replicas); None where no rate
-    meets the SLA."""
-    out: dict[float, Latency | None] = {}
+) -> RowArm:
+    """An arm at a capacity per replica: its latencies at each target rate's load per replica
+    (rate / replicas); None where no rate meets the SLA."""
+    latency_ms: dict[float, Latency | None] = {}
     for rate in rates:
-        replicas = replicas_for(rate, top, request.headroom)
-        out[rate] = None if replicas is None else latency(rate / replicas)
-    return out
-
-
-def _pair(
-    base: dict[float, Latency | None], spec: dict[float, Latency | None]
-) -> dict[float, tuple[Latency | None, Latency | None]]:
-    return {rate: (base[rate], spec[rate]) for rate in base}
+        replicas = replicas_for(rate, capacity, request.headroom)
+        latency_ms[rate] = None if replicas is None else latency(rate / replicas)
+    return RowArm(max_request_rate=capacity, interval=interval, latency_ms=latency_ms)
 
 
 def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> bool:
@@ -236,7 +250,7 @@ def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> b
     at any of the workload's target rates if the ratio of the arms' capacities were off by
     EDGE, or (a screened speculative arm) its stated error could move a count of at most
     FEW_REPLICAS replicas by one."""
-    base, spec = answer.max_request_rate
+    base, spec = answer.baseline.max_request_rate, answer.speculative.max_request_rate
 
     def saving(rate: float, b: float, s: float) -> int:
         gb, gs = replicas_for(rate, b, headroom), replicas_for(rate, s, headroom)
@@ -248,7 +262,7 @@ def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> b
     flips = any(saving(rate, base, s) != saving(rate, base, spec) for rate in rates for s in bent)
     if flips or answer.simulated or answer.draft_k == 0:
         return flips
-    interval = answer.interval[1]
+    interval = answer.speculative.interval
     return interval is not None and any(_count_edge(rate, interval, headroom) for rate in rates)
 
 
@@ -268,21 +282,10 @@ def _count_edge(rate: float, interval: Interval, headroom: float) -> bool:
     return low is not None and low <= FEW_REPLICAS and low != high
 
 
-def gpus_needed(
-    answer: RowAnswer, rate: float, headroom: float, tp: int
-) -> tuple[int | None, int | None]:
-    """(GPUs plain, GPUs speculative) at `rate` (None: no rate meets the SLA)."""
-    out = []
-    for top in answer.max_request_rate:
-        replicas = replicas_for(rate, top, headroom)
-        out.append(None if replicas is None else replicas * tp)
-    return out[0], out[1]
-
-
-def per_gpu(answer: RowAnswer, tp: int, arm: int) -> float:
-    """What ranks a case in its group for an arm (0: plain decoding, 1: speculation): requests/s
-    per GPU, the fewest GPUs at any rate above one replica's capacity."""
-    return answer.max_request_rate[arm] / tp
+def _speculative_per_gpu(answer: RowAnswer, tp: int) -> float:
+    """What ranks a row in its group: requests/s per GPU with speculation, the fewest GPUs at
+    any rate above one replica's capacity."""
+    return answer.speculative.max_request_rate / tp
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,9 +299,8 @@ class Row:
     tp: int
 
 
-NO_ROOM = RowAnswer(
-    draft_k=0, max_request_rate=(0.0, 0.0), interval=(None, None), latency_ms={}, simulated=False
-)
+NOTHING = RowArm(max_request_rate=0.0, interval=None, latency_ms={})
+NO_ROOM = RowAnswer(draft_k=0, baseline=NOTHING, speculative=NOTHING, simulated=False)
 
 
 def _screened(row: Row, catalog: Catalog, cache: RowCache) -> RowAnswer:
@@ -339,7 +341,9 @@ def answer_rows(
             }
         )
         while True:
-            ranked = sorted(members, key=lambda i: (-per_gpu(answers[i], rows[i].tp, 1), i))
+            ranked = sorted(
+                members, key=lambda i: (-_speculative_per_gpu(answers[i], rows[i].tp), i)
+            )
             leaders = set(ranked[:simulate_top])
             if leaders <= simulated:
                 break

@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 
 from infersize.errors import InfersizeError, ValueRangeError
-from infersize.service.capacity.fleet import replicas_for
+from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE, ArmKind
+from infersize.service.capacity.fleet import fleet
 from infersize.sweep.best import match_name, read_manifest, read_table
 
 BY = ("gpus", "cost")
-PLAIN_KEY = ["gpu", "tp", "target", "target_quant", "kv_dtype"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,19 +60,21 @@ def _priced(frame: pl.DataFrame, rate: float, headroom: float) -> pl.DataFrame:
     """GPUs and $/hour of each arm at `rate`, from the rows' capacities per replica."""
     tps, prices = frame["tp"].to_list(), frame["price_usd_per_hour"].to_list()
     columns = []
-    for arm in ("baseline", "speculative"):
-        tops = frame[f"max_request_rate_{arm}"].to_list()
-        replicas = [replicas_for(rate, top or 0.0, headroom) for top in tops]
-        gpus = [None if r is None else r * tp for r, tp in zip(replicas, tps, strict=True)]
-        usd = [None if g is None or p is None else g * p for g, p in zip(gpus, prices, strict=True)]
+    for kind in ARMS:
+        tops = frame[f"max_request_rate_{kind.key}"].to_list()
+        fleets = [
+            fleet(rate, top, None, headroom=headroom, tp=tp, price=price)
+            for top, tp, price in zip(tops, tps, prices, strict=True)
+        ]
         columns += [
-            pl.Series(f"gpus_{arm}", gpus, dtype=pl.Int64),
-            pl.Series(f"usd_per_hour_{arm}", usd, dtype=pl.Float64),
+            pl.Series(f"gpus_{kind.key}", [f.gpus for f in fleets], dtype=pl.Int64),
+            pl.Series(f"usd_per_hour_{kind.key}", [f.usd_per_hour for f in fleets], pl.Float64),
         ]
     return frame.with_columns(columns)
 
 
-def _best(frame: pl.DataFrame, arm: str, by: str) -> dict[str, Any] | None:
+def _best(frame: pl.DataFrame, kind: ArmKind, by: str) -> dict[str, Any] | None:
+    arm = kind.key
     ranked = frame.filter(pl.col(f"gpus_{arm}").is_not_null())
     if ranked.is_empty():
         return None
@@ -85,22 +87,22 @@ def _best(frame: pl.DataFrame, arm: str, by: str) -> dict[str, Any] | None:
     ranked = ranked.sort(
         keys, descending=[False, False, True, False, False, False], nulls_last=True
     )
-    return _option(ranked.row(0, named=True), arm)
+    return _option(ranked.row(0, named=True), kind)
 
 
 DEPLOYMENT = ("tp", "target", "target_quant", "kv_dtype")
 SPECULATION = ("method", "draft", "draft_quant", "draft_k", "acceptance_rate")
 
 
-def _option(row: dict[str, Any], arm: str) -> dict[str, Any]:
+def _option(row: dict[str, Any], kind: ArmKind) -> dict[str, Any]:
     """A row as the answer for one arm: its deployment and what the asked rate needs of it (the
     row's latencies are at its own target rate, not the asked one, so they stay out)."""
     option = {name: row[name] for name in DEPLOYMENT}
-    if arm == "speculative":
+    if kind.speculates:
         option |= {name: row[name] for name in SPECULATION}
         option["capacity_source"] = row["capacity_source"]
     for name in ("max_request_rate", "gpus", "usd_per_hour"):
-        option[name] = row[f"{name}_{arm}"]
+        option[name] = row[f"{name}_{kind.key}"]
     option["replicas"] = None if option["gpus"] is None else option["gpus"] // row["tp"]
     return option
 
@@ -161,16 +163,13 @@ def _answer(part: _Slice, target: str | None, rate: float, by: str) -> FleetAnsw
     rows = []
     for gpu in sorted(frame["gpu"].unique().to_list()):
         of_gpu = frame.filter(pl.col("gpu") == gpu)
-        plain, spec = _best(of_gpu, "baseline", by), _best(of_gpu, "speculative", by)
+        best = {kind.key: _best(of_gpu, kind, by) for kind in ARMS}
+        plain, spec = best[BASELINE.key], best[SPECULATIVE.key]
         saves = None if plain is None or spec is None else plain["gpus"] - spec["gpus"]
         rows.append(
-            {
-                "gpu": gpu,
-                "gpu_name": of_gpu["gpu_name"][0],
-                "plain": plain,
-                "speculative": spec,
-                "speculation_saves_gpus": saves,
-            }
+            {"gpu": gpu, "gpu_name": of_gpu["gpu_name"][0]}
+            | best
+            | {"speculation_saves_gpus": saves}
         )
     beyond = sorted(set(part.rows["target"].to_list()) - set(targets))
     notes = [
@@ -202,8 +201,10 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
 class FleetCurve:
     gpu: str
     rates: list[float]
-    plain_gpus: list[int | None]  # per rate, the fewest GPUs without speculation
-    speculative_gpus: list[int | None]
+    gpus_by_arm: dict[ArmKind, list[int | None]]  # per rate, each arm's fewest GPUs
+
+    def gpus(self, kind: ArmKind) -> list[int | None]:
+        return self.gpus_by_arm[kind]
 
 
 @dataclass(frozen=True)
@@ -220,11 +221,12 @@ def _panel(part: _Slice, target: str, rates: list[float]) -> FleetPanel:
     curves: dict[str, FleetCurve] = {}
     for rate in rates:
         for entry in _answer(part, target, rate, "gpus").rows:
-            curve = curves.setdefault(entry["gpu"], FleetCurve(entry["gpu"], [], [], []))
+            empty: dict[ArmKind, list[int | None]] = {kind: [] for kind in ARMS}
+            curve = curves.setdefault(entry["gpu"], FleetCurve(entry["gpu"], [], empty))
             curve.rates.append(rate)
-            plain, spec = entry["plain"], entry["speculative"]
-            curve.plain_gpus.append(None if plain is None else plain["gpus"])
-            curve.speculative_gpus.append(None if spec is None else spec["gpus"])
+            for kind in ARMS:
+                option = entry[kind.key]
+                curve.gpus(kind).append(None if option is None else option["gpus"])
     return FleetPanel(target, part.workload, part.scenario, list(curves.values()))
 
 

@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+from infersize.service.capacity.answer import ARMS
 from infersize.sweep.columns import BY_NAME, Column, Kind
 
 
 def _per_arm(name: str, kind: Kind, unit: str, description: str) -> tuple[Column, ...]:
-    arms = {"baseline": "plain decoding", "speculative": "speculation at draft_k"}
     return tuple(
-        Column(name=f"{name}_{arm}", kind=kind, unit=unit, description=f"{description} ({how})")
-        for arm, how in arms.items()
+        Column(
+            name=f"{name}_{arm.key}",
+            kind=kind,
+            unit=unit,
+            description=f"{description} ({arm.label}{' at draft_k' if arm.speculates else ''})",
+        )
+        for arm in ARMS
     )
 
 

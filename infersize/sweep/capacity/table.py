@@ -15,8 +15,9 @@ import pyarrow.compute as pc
 from infersize.catalog.records import Gpu
 from infersize.catalog.store import load_catalog
 from infersize.core.deployment import hourly_price
-from infersize.service.capacity.fleet import replicas_for
-from infersize.service.capacity.screen import RowAnswer, answer_rows, gpus_needed
+from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE
+from infersize.service.capacity.fleet import fleet
+from infersize.service.capacity.screen import Latency, RowAnswer, answer_rows
 from infersize.sweep.capacity.columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity.rows import Case, capacity_row, iter_cases
 from infersize.sweep.columns import arrow_schema
@@ -55,9 +56,18 @@ def _row(
     s, w = case.setting, case.workload
     price_or_nan = hourly_price(gpu, s.price_usd_per_hour)
     price = None if math.isnan(price_or_nan) else price_or_nan
-    gpus = gpus_needed(answer, rate, plan.headroom, s.tp)
-    replicas = [None if g is None else g // s.tp for g in gpus]
-    latency = answer.latency_ms.get(rate, (None, None))
+    fleets = {
+        kind: fleet(
+            rate,
+            answer.arm(kind).max_request_rate,
+            answer.arm(kind).interval,
+            headroom=plan.headroom,
+            tp=s.tp,
+            price=price,
+        )
+        for kind in ARMS
+    }
+    plain, speculative = fleets[BASELINE].gpus, fleets[SPECULATIVE].gpus
     row: dict[str, Any] = {
         "gpu": s.gpu,
         "gpu_name": gpu.name,
@@ -84,31 +94,30 @@ def _row(
         "engine": "",
         "price_usd_per_hour": price,
         "draft_k": answer.draft_k,
-        "speculation_saves_gpus": None if None in gpus else gpus[0] - gpus[1],  # type: ignore[operator]
+        "speculation_saves_gpus": (
+            None if plain is None or speculative is None else plain - speculative
+        ),
         "capacity_source": "simulator" if answer.simulated else "mean-field",
     }
-    for index, arm in enumerate(("baseline", "speculative")):
-        row[f"max_request_rate_{arm}"] = answer.max_request_rate[index]
-        interval = answer.interval[index]
-        low, high = (None, None) if interval is None else interval
-        row[f"max_request_rate_low_{arm}"] = low
-        row[f"max_request_rate_high_{arm}"] = high
-        row[f"replicas_{arm}"] = replicas[index]
-        row[f"gpus_{arm}"] = gpus[index]
-        row[f"gpus_low_{arm}"] = None if high is None else _gpus(rate, high, plan.headroom, s.tp)
-        row[f"gpus_high_{arm}"] = None if low is None else _gpus(rate, low, plan.headroom, s.tp)
-        count = gpus[index]
-        usd = None if count is None or price is None else round(count * price, 2)
-        row[f"usd_per_hour_{arm}"] = usd
-        figures = latency[index]
-        for j, name in enumerate(("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms")):
-            row[f"{name}_{arm}"] = None if figures is None else figures[j]
+    for kind, arm_fleet in fleets.items():
+        arm = answer.arm(kind)
+        low, high = arm.interval or (None, None)
+        gpus_low, gpus_high = arm_fleet.gpus_interval or (None, None)
+        latency = arm.latency_ms.get(rate)
+        columns = {
+            "max_request_rate": arm.max_request_rate,
+            "max_request_rate_low": low,
+            "max_request_rate_high": high,
+            "replicas": arm_fleet.replicas,
+            "gpus": arm_fleet.gpus,
+            "gpus_low": gpus_low,
+            "gpus_high": gpus_high,
+            "usd_per_hour": arm_fleet.usd_per_hour,
+        }
+        for name in Latency._fields:
+            columns[name] = None if latency is None else getattr(latency, name)
+        row |= {f"{name}_{kind.key}": value for name, value in columns.items()}
     return row
-
-
-def _gpus(rate: float, capacity: float, headroom: float, tp: int) -> int | None:
-    replicas = replicas_for(rate, capacity, headroom)
-    return None if replicas is None else replicas * tp
 
 
 def capacity_rows(
