@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # what a manifest says of the run rather than of its answers: when, how fast, the command line
-# (with its output folder) and the version that ran it
+# (with its output folder), the version that ran it and the number of its tables' format
 VOLATILE = (
     "started_at",
     "finished_at",
@@ -33,6 +33,7 @@ VOLATILE = (
     "chunks_resumed",
     "version",
     "command_line",
+    "tables_schema",
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +20,7 @@ from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
+from infersize.sweep.store.upgrade import TABLES_SCHEMA
 from tests.support.sweeps import SWEEP
 
 TABLES = ("frontier", "best_pairs", "coverage", "capacity")
@@ -419,16 +421,56 @@ def test_a_workload_beyond_a_models_context_never_answers_best(tmp_path, runner)
     ), alone.output
 
 
-def test_a_capacity_table_without_the_context_columns_still_answers(fleet, monkeypatch):
-    """A table written before `within_max_context` existed answers as before: every row."""
-    from infersize.sweep.capacity import best as capacity_best
+def _as_schema_1(out: Path, tmp_path: Path) -> Path:
+    """A copy of the sweep's folder as schema 1 wrote it: no tables_schema in the manifest, and
+    the tables without the columns added during schema 1's life."""
+    older = tmp_path / "older"
+    shutil.copytree(out, older)
+    dropped = {
+        "capacity": ["within_max_context", "target_max_context_tokens", "draft_max_context_tokens"],
+        "best_pairs": ["method"],
+        "coverage": [
+            "target_max_context_tokens",
+            "beyond_max_context_rows",
+            "fitting_within_max_context_rows",
+        ],
+    }
+    for table, columns in dropped.items():
+        path = older / f"{table}.parquet"
+        pl.read_parquet(path).drop(columns).write_parquet(path)
+    manifest = json.loads((older / "manifest.json").read_text())
+    del manifest["tables_schema"]
+    (older / "manifest.json").write_text(json.dumps(manifest))
+    return older
+
+
+def test_tables_from_before_the_schema_number_read_as_they_did(fleet, tmp_path, runner):
+    """Schema 1's tables, upgraded at read time: every request held, every pair a draft model,
+    and the same answers as today's tables give."""
     from infersize.sweep.capacity.best import FleetAsk, fewest_gpus
 
     _path, out, _plan = fleet
+    older = _as_schema_1(out, tmp_path)
     ask = FleetAsk(request_rate=5.0, sla="relaxed", workload=None)
-    expected = fewest_gpus(out, ask).rows
-    older = pl.read_parquet(out / "capacity.parquet").drop(
-        "within_max_context", "target_max_context_tokens", "draft_max_context_tokens"
+    assert fewest_gpus(older, ask).rows == fewest_gpus(out, ask).rows
+    today = runner.invoke(app, ["best", str(out), "--json"])
+    before = runner.invoke(app, ["best", str(older), "--json"])
+    assert before.exit_code == 0, before.output
+    rows = json.loads(before.stdout)["rows"]
+    assert rows and {row["method"] for row in rows} == {"draft"}
+    assert len(rows) == len(json.loads(today.stdout)["rows"])
+
+
+def test_tables_of_a_newer_schema_are_refused_in_one_line(fleet, tmp_path, runner):
+    _path, out, _plan = fleet
+    newer = tmp_path / "newer"
+    shutil.copytree(out, newer)
+    manifest = json.loads((newer / "manifest.json").read_text())
+    manifest["tables_schema"] = TABLES_SCHEMA + 1
+    (newer / "manifest.json").write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["best", str(newer)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: the tables were written by a newer infersize (tables schema {TABLES_SCHEMA + 1}; "
+        f"this one reads up to {TABLES_SCHEMA}): install that release to read them\n"
     )
-    monkeypatch.setattr(capacity_best, "read_table", lambda _dir, _name: older)
-    assert fewest_gpus(out, ask).rows == expected

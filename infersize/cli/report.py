@@ -46,7 +46,7 @@ def report(
         table = read_table(output_dir, "frontier")  # once, for every GPU's section
         # a methods axis is compared even where one method is best everywhere at this slice
         swept = read_table(output_dir, "best_pairs")
-        compare = "method" in swept.columns and swept["method"].n_unique() > 1
+        compare = swept["method"].n_unique() > 1
         for (gpu,), rows in answer.rows.group_by(["gpu"], maintain_order=True):
             frontier = frontier_rows(output_dir, str(gpu), selection, table)
             methods = _method_curves(output_dir, filters, str(gpu), rows) if compare else {}

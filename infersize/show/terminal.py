@@ -141,7 +141,7 @@ def best_rows(rows: Sequence[dict[str, object]]) -> list[list[str]]:
                 str(r["draft"])
                 if r["draft_quant"] == "none"
                 else f"{r['draft']} {r['draft_quant']}",
-                str(r.get("method", "draft")),  # tables written before methods: draft models
+                str(r["method"]),
                 str(r["optimal_k"]),
                 f"{r['speedup']:.2f}x",
                 f"{r['speculative_tokens_per_s']:,.0f}",

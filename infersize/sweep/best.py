@@ -20,6 +20,7 @@ from infersize.catalog.store import load_catalog
 from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
+from infersize.sweep.store.upgrade import tables_schema, upgrade
 
 RUN = ("sweep run",)  # the command that makes a sweep's output folder
 
@@ -91,12 +92,25 @@ def _parquet(path: Path) -> pl.DataFrame:
 
 
 def read_table(out_dir: Path, table: str) -> pl.DataFrame:
+    """A table of the sweep, as this release reads it (sweep/store/upgrade.py)."""
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
             f"{out_dir}: no {table}.parquet there; run {{sweep run}} first", commands=RUN
         )
-    return _parquet(path)
+    return upgrade(table, _parquet(path), _schema(out_dir))
+
+
+def _schema(out_dir: Path) -> int:
+    """The tables' schema its manifest records (a folder of tables alone: the first)."""
+    if not (out_dir / "manifest.json").is_file():
+        return 1
+    return tables_schema(read_manifest(out_dir))
+
+
+def _coverage(out_dir: Path) -> pl.DataFrame | None:
+    """The coverage table, or None where the sweep wrote none."""
+    return read_table(out_dir, "coverage") if (out_dir / "coverage.parquet").is_file() else None
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -226,12 +240,9 @@ def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
 def context_notes(out_dir: Path, filters: Filters, context_length: int) -> list[str]:
     """The targets swept (within the GPU and target filters) that cannot hold this context:
     none of their rows ranks there."""
-    path = out_dir / "coverage.parquet"
-    if not path.is_file():
+    coverage = _coverage(out_dir)
+    if coverage is None:
         return []
-    coverage = _parquet(path)
-    if "target_max_context_tokens" not in coverage.columns:
-        return []  # tables from before the limit was recorded
     for column in ("gpu", "target"):
         value = getattr(filters, column)
         if value is not None:
@@ -253,12 +264,9 @@ def context_notes(out_dir: Path, filters: Filters, context_length: int) -> list[
 def beyond_context_rows(out_dir: Path) -> tuple[int, int]:
     """Rows of the sweep at a context longer than their target or draft holds, and all rows
     scored (coverage)."""
-    path = out_dir / "coverage.parquet"
-    if not path.is_file():
+    coverage = _coverage(out_dir)
+    if coverage is None:
         return 0, 0
-    coverage = _parquet(path)
-    if "beyond_max_context_rows" not in coverage.columns:
-        return 0, int(coverage["rows"].sum())
     return int(coverage["beyond_max_context_rows"].sum()), int(coverage["rows"].sum())
 
 
@@ -318,16 +326,15 @@ def _in_catalog(column: str, value: str) -> bool:
 def never_fits(out_dir: Path, names: dict[str, str]) -> str | None:
     """When the GPU or target asked was swept but no row fits: what came closest (the
     coverage table)."""
-    path = out_dir / "coverage.parquet"
-    if not path.is_file():
+    coverage = _coverage(out_dir)
+    if coverage is None:
         return None
-    coverage = _parquet(path)
     for column, value in names.items():
         coverage = coverage.filter(pl.col(column).str.to_lowercase() == value.lower())
     if coverage.is_empty():
         return None
     asked = " ".join(f"{column} {value}" for column, value in names.items())
-    if "fitting_within_max_context_rows" in coverage.columns and coverage["fitting_rows"].sum():
+    if coverage["fitting_rows"].sum():
         if coverage["fitting_within_max_context_rows"].sum():
             return f"{asked} was swept but no draft beats plain decoding there"
         return (

@@ -27,8 +27,6 @@ def method_points(out_dir: Path, filters: Filters) -> dict[str, list[MethodPoint
     frame = filtered(out_dir, "best_pairs", filters)
     if frame.is_empty():
         raise InfersizeError(f"{out_dir}: no fitting rows for this GPU and target")
-    if "method" not in frame.columns:
-        frame = frame.with_columns(method=pl.lit("draft"))  # tables from before methods
     chosen = select(frame, filters)
     frame = frame.filter(
         (pl.col("context_length") == chosen.context_length)

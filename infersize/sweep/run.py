@@ -46,6 +46,7 @@ from infersize.sweep.score import ChunkTask
 from infersize.sweep.store import folder, generations, walk
 from infersize.sweep.store.folder import OutputError
 from infersize.sweep.store.generations import Generation
+from infersize.sweep.store.upgrade import TABLES_SCHEMA
 from infersize.sweep.workers import (
     jobs_for,
     loky_workers,
@@ -237,6 +238,7 @@ def _manifest(
     return {
         "name": plan.name,
         "infersize_version": __version__,
+        "tables_schema": TABLES_SCHEMA,
         "command_line": options.command_line,
         "started_at": times["started_at"],
         "finished_at": _now(),

@@ -138,9 +138,7 @@ def _slice(out_dir: Path, ask: FleetAsk) -> _Slice:
     for column, value in (("gpu", ask.gpu), ("target", ask.target)):
         if value is not None:
             frame = match_name(frame, column, value, out_dir)
-    # a capacity table written before the column existed holds no such row to leave out
-    has_limits = "within_max_context" in frame.columns
-    held = frame.filter(pl.col("within_max_context")) if has_limits else frame
+    held = frame.filter(pl.col("within_max_context"))
     return _Slice(out_dir, frame, held, sla, workload, scenario, headroom)
 
 
