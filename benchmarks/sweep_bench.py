@@ -162,7 +162,7 @@ def floor(sweep: Path, done: Path, tmp: Path, repeat: int) -> dict[str, float]:
     from infersize.catalog.store import load_catalog
     from infersize.core.deployment import stack
     from infersize.core.engines import configure_engine
-    from infersize.core.evaluate import Workload, evaluate
+    from infersize.core.evaluate import Grid, evaluate
     from infersize.core.speedup import get_speedup_model
     from infersize.sweep.chunks import chunk_tasks
     from infersize.sweep.config import load_sweep
@@ -181,7 +181,7 @@ def floor(sweep: Path, done: Path, tmp: Path, repeat: int) -> dict[str, float]:
         dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)
         context, batch, alpha = _grid(task)
         chunks.append(
-            (dep, Workload(context=context, batch=batch, alpha=alpha, ks=np.asarray(plan.ks)))
+            (dep, Grid(context=context, batch=batch, alpha=alpha, ks=np.asarray(plan.ks)))
         )
     t_numpy = median_of(
         lambda: [evaluate(dep, engine, model, work).optimal for dep, work in chunks], repeat

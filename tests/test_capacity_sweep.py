@@ -20,7 +20,7 @@ from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
-from infersize.sweep.store.upgrade import TABLES_SCHEMA
+from infersize.sweep.upgrade import TABLES_SCHEMA
 from tests.support.sweeps import SWEEP
 
 TABLES = ("frontier", "best_pairs", "coverage", "capacity")

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from infersize.core.engines import get_engine
-from infersize.core.evaluate import Workload, evaluate
+from infersize.core.evaluate import Grid, evaluate
 from infersize.core.limits import BATCH_LADDER
 from infersize.core.speedup import get_speedup_model
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
@@ -35,8 +35,8 @@ def direct(catalog, batch, model="roofline", ks=range(1, 17)):
         catalog,
         engine,
     )
-    work = Workload(context=CONTEXT, batch=batch, alpha=ALPHA, ks=np.asarray(list(ks)))
-    return evaluate(dep.numbers, engine, get_speedup_model(model), work)
+    grid = Grid(context=CONTEXT, batch=batch, alpha=ALPHA, ks=np.asarray(list(ks)))
+    return evaluate(dep.numbers, engine, get_speedup_model(model), grid)
 
 
 def spec_args(batch, model):
@@ -133,8 +133,8 @@ def test_the_crossover_batch_is_where_evaluate_first_falls_below_one(runner, cat
         catalog,
         engine,
     )
-    work = Workload(context=ctx, batch=BATCH_LADDER, alpha=ALPHA, ks=np.arange(1, 17))
-    speedup = evaluate(dep.numbers, engine, get_speedup_model(model), work).speed.speedup
+    grid = Grid(context=ctx, batch=BATCH_LADDER, alpha=ALPHA, ks=np.arange(1, 17))
+    speedup = evaluate(dep.numbers, engine, get_speedup_model(model), grid).speed.speedup
     below = np.flatnonzero(speedup[:, K - 1] < 1.0)
     expected = int(BATCH_LADDER[below[0]]) if below.size else None
     args = [*spec_args(1, model), "--context-length", str(ctx), "--json"]

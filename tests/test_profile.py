@@ -15,7 +15,7 @@ from infersize.catalog import load_catalog
 from infersize.cli import app
 from infersize.core import speculative as sd
 from infersize.core.engines import get_engine
-from infersize.core.evaluate import Workload, evaluate
+from infersize.core.evaluate import Grid, evaluate
 from infersize.core.profile import (
     conditional_rates,
     expected_tokens_profile,
@@ -92,8 +92,8 @@ def _evaluation(rates=None, alpha=0.7, batch=1):
         DeploymentRequest(target="llama-3.1-8b", gpu="h100", draft="llama-3.2-1b"), catalog, plain
     )
     ks = np.arange(1, 13)
-    work = Workload(context=2048, batch=batch, alpha=alpha, ks=ks, rates=rates)
-    return evaluate(dep.numbers, plain, get_speedup_model("roofline"), work)
+    grid = Grid(context=2048, batch=batch, alpha=alpha, ks=ks, rates=rates)
+    return evaluate(dep.numbers, plain, get_speedup_model("roofline"), grid)
 
 
 @given(profiles.filter(lambda r: r[0] > 0.05), st.sampled_from([1, 8, 64]))

@@ -50,6 +50,16 @@ def print_best(
         typer.echo(f"note: {note}")
 
 
+Top = Annotated[
+    int,
+    typer.Option(
+        "--top",
+        help=f"Show the top N ranks ({BEST_TOP_N.range_text()}).",
+        **BEST_TOP_N.cli_bounds(),
+    ),
+]
+
+
 @app.command("best", epilog="Example: infersize best outputs/quickstart --gpu h100 --top 3")
 def best(
     output_dir: opt.OutputDir,
@@ -67,14 +77,7 @@ def best(
     batch: opt.SliceBatch = None,
     alpha: opt.SliceAlpha = None,
     scenario: opt.SliceScenario = None,
-    top: Annotated[
-        int,
-        typer.Option(
-            "--top",
-            help=f"Show the top N ranks ({BEST_TOP_N.range_text()}).",
-            **BEST_TOP_N.cli_bounds(),
-        ),
-    ] = 1,
+    top: Top = 1,
     request_rate: Annotated[
         float | None,
         typer.Option(

@@ -31,7 +31,7 @@ MAX_K = 256  # far past any useful draft length; bounds every K axis searched
 
 
 @dataclass(frozen=True, kw_only=True)
-class Workload:
+class Grid:
     """The settings an evaluation runs over: arrays that broadcast against each other and
     against the stacked deployments; `ks` becomes a new last axis."""
 
@@ -155,17 +155,15 @@ def _derive(
     )
 
 
-def evaluate(
-    dep: DeploymentNumbers, engine: Engine, model: SpeedupModel, work: Workload
-) -> Evaluation:
+def evaluate(dep: DeploymentNumbers, engine: Engine, model: SpeedupModel, grid: Grid) -> Evaluation:
     """Memory and speed of `dep` over the workload, and the best K that fits."""
-    ks = np.atleast_1d(np.asarray(work.ks, dtype=np.int64)) if dep.draft else np.zeros(1, np.int64)
+    ks = np.atleast_1d(np.asarray(grid.ks, dtype=np.int64)) if dep.draft else np.zeros(1, np.int64)
     k_axis = ks.astype(np.float64)
-    ctx, bat = floats(work.context)[..., None], floats(work.batch)[..., None]
-    alpha = floats(work.alpha)[..., None]
-    gamma = None if work.latency_ratio is None else floats(work.latency_ratio)[..., None]
+    ctx, bat = floats(grid.context)[..., None], floats(grid.batch)[..., None]
+    alpha = floats(grid.alpha)[..., None]
+    gamma = None if grid.latency_ratio is None else floats(grid.latency_ratio)[..., None]
     on_k = with_trailing_axis(dep)
-    memory = deployment_memory(on_k, engine, ctx, bat, k_axis, work.headroom, work.tree)
+    memory = deployment_memory(on_k, engine, ctx, bat, k_axis, grid.headroom, grid.tree)
     if on_k.draft is None:
         speed = plain_speed(on_k.target, engine, ctx, bat)
     else:
@@ -179,8 +177,8 @@ def evaluate(
             alpha,
             k_axis,
             gamma,
-            _expected(work, ks),
-            work.tree,
+            _expected(grid, ks),
+            grid.tree,
         )
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
     fits_k = np.broadcast_to(memory.fits, shape)
@@ -199,15 +197,15 @@ def evaluate(
         best_index=best,
         fits_k=fits_k,
         fits_any=fits_any,
-        tree=work.tree,
+        tree=grid.tree,
     )
 
 
-def _expected(work: Workload, ks: np.ndarray) -> FloatArray | None:
+def _expected(grid: Grid, ks: np.ndarray) -> FloatArray | None:
     """E over the K axis from the profile (None: i.i.d. α, the speedup model's own E); a tree
     takes the conditional acceptance of the profile, or α at every position."""
-    if work.tree.is_chain:
-        return None if work.rates is None else expected_tokens_profile(work.rates, ks)
+    if grid.tree.is_chain:
+        return None if grid.rates is None else expected_tokens_profile(grid.rates, ks)
     positions = int(np.max(ks))
-    rates = iid_profile(work.alpha, positions) if work.rates is None else floats(work.rates)
-    return tree_expected_tokens(conditional_rates(rates), work.tree, ks)
+    rates = iid_profile(grid.alpha, positions) if grid.rates is None else floats(grid.rates)
+    return tree_expected_tokens(conditional_rates(rates), grid.tree, ks)

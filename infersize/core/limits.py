@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
 from infersize.core.engines import Engine
-from infersize.core.evaluate import Workload, evaluate
+from infersize.core.evaluate import Grid, evaluate
 from infersize.core.fit import deployment_memory
 from infersize.core.speedup import SpeedupModel
 from infersize.core.tree import CHAIN, Tree
@@ -36,7 +36,7 @@ def crossover_batch(
     speculation stops paying. NaN if it never does within 2048. Evaluated through `evaluate`
     over the batch ladder (a new last axis before K); broadcasts over the inputs."""
     draft_k = np.asarray(k, dtype=np.int64)
-    work = Workload(
+    grid = Grid(
         context=floats(context)[..., None],
         batch=BATCH_LADDER,
         alpha=floats(alpha)[..., None],
@@ -45,7 +45,7 @@ def crossover_batch(
         rates=None if rates is None else floats(rates)[..., None, :],
         tree=tree,
     )
-    speedup = evaluate(with_trailing_axis(dep), engine, model, work).speed.speedup
+    speedup = evaluate(with_trailing_axis(dep), engine, model, grid).speed.speedup
     at_k = np.take_along_axis(
         np.broadcast_to(speedup, np.broadcast_shapes(speedup.shape, (*draft_k.shape, 1, 1))),
         np.broadcast_to(draft_k - 1, draft_k.shape)[..., None, None],

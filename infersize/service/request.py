@@ -14,7 +14,7 @@ from infersize.catalog.store import Catalog
 from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.arrays import FloatArray
 from infersize.core.engines import Engine, EngineSettings, configure_engine
-from infersize.core.evaluate import MAX_K, Evaluation, Workload, evaluate
+from infersize.core.evaluate import MAX_K, Evaluation, Grid, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.profile import (
     expected_tokens_profile,
@@ -209,14 +209,14 @@ class Prepared:
     def ks(self) -> np.ndarray:
         return np.arange(1, self.request.max_k + 1)
 
-    def workload(self, batch: ArrayLike | None = None) -> Workload:
+    def grid(self, batch: ArrayLike | None = None) -> Grid:
         """The request's cell over K = 1 .. max_k; `batch` replaces its batch size (an array
         of batch sizes gives one curve per K)."""
         req = self.request
         rates = self.rates
         if rates is not None and batch is not None:
             rates = rates[None, :]  # the batch axis comes before the positions
-        return Workload(
+        return Grid(
             context=req.context_length,
             batch=req.batch_size if batch is None else batch,
             alpha=self.alpha,
@@ -227,7 +227,7 @@ class Prepared:
         )
 
     def evaluate(self, batch: ArrayLike | None = None) -> Evaluation:
-        return evaluate(self.deployment.numbers, self.engine, self.model, self.workload(batch))
+        return evaluate(self.deployment.numbers, self.engine, self.model, self.grid(batch))
 
     def crossover_batch(self) -> int | None:
         """The first batch at which speculation at the K asked stops paying (this model)."""

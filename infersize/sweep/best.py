@@ -20,7 +20,7 @@ from infersize.catalog.store import load_catalog
 from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
-from infersize.sweep.store.upgrade import tables_schema, upgrade
+from infersize.sweep.upgrade import tables_schema, upgrade
 
 RUN = ("sweep run",)  # the command that makes a sweep's output folder
 
@@ -71,7 +71,7 @@ class Selection:
 
 
 @dataclass(frozen=True)
-class Answer:
+class BestPairs:
     rows: pl.DataFrame  # best_pairs rows at the selection, ranks up to the one asked
     selection: Selection | None  # None: nothing matched the filters
     notes: list[str] = field(default_factory=list)
@@ -92,7 +92,7 @@ def _parquet(path: Path) -> pl.DataFrame:
 
 
 def read_table(out_dir: Path, table: str) -> pl.DataFrame:
-    """A table of the sweep, as this release reads it (sweep/store/upgrade.py)."""
+    """A table of the sweep, as this release reads it (sweep/upgrade.py)."""
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
@@ -218,23 +218,23 @@ def filtered(out_dir: Path, table: str, filters: Filters) -> pl.DataFrame:
     return frame
 
 
-def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> Answer:
+def best_pairs(out_dir: Path, filters: Filters, rank: int = 1) -> BestPairs:
     """Rows of best_pairs at one (context, batch, scenario), ranks 1..`rank`."""
     frame = filtered(out_dir, "best_pairs", filters)
     if frame.is_empty():
-        return Answer(frame, None)
+        return BestPairs(frame, None)
     asked = filters.context_length
     if asked is not None and asked not in frame["context_length"]:
         notes = context_notes(out_dir, filters, asked)
         if notes:  # swept at that context, but no row there is one the models hold
-            return Answer(frame.clear(), None, notes)
+            return BestPairs(frame.clear(), None, notes)
     chosen = select(frame, filters)
     rows = _at(frame, chosen).filter(pl.col("rank") <= rank).sort(["gpu", "target", "rank"])
     kept = int(read_manifest(out_dir).get("best_top_n", rank))
     notes = context_notes(out_dir, filters, chosen.context_length)
     if rank > kept:
         notes.append(f"only the top {kept} of each group were kept (output.best_top_n: {kept})")
-    return Answer(rows, chosen, notes)
+    return BestPairs(rows, chosen, notes)
 
 
 def context_notes(out_dir: Path, filters: Filters, context_length: int) -> list[str]:

@@ -1,16 +1,12 @@
 """The data dictionary of the sweep's tables: every column's type, unit and meaning, in the order
-the tables hold them. The Parquet files carry it as field metadata, the output folder as
-schema.json (so CSV readers type all-null columns), and docs/tables.md is generated from it
-with the capacity table's (`python -m infersize.sweep.dictionary > docs/tables.md`)."""
+the tables hold them. The Parquet files carry it as field metadata and the output folder as
+schema.json (sweep/arrow_types.py), and docs/tables.md is generated from it with the capacity
+table's (`python -m infersize.sweep.dictionary > docs/tables.md`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-import pyarrow as pa
 
 Kind = Literal["str", "int", "float", "bool"]
 
@@ -25,38 +21,84 @@ class Column:
 
 
 GIB = "GiB (2^30 bytes) per GPU"
+# The columns that say which deployment a row is, declared once for every table that has them
+# (the decode tables and the capacity table); each of SETTING_COLUMNS is the attribute of that
+# name of the row's Setting, so a row builder iterates them rather than spelling them out
+IDENTITY: dict[str, Column] = {
+    c.name: c
+    for c in (
+        Column(name="gpu", kind="str", unit="", description="GPU catalog id (configs/gpus.yaml)"),
+        Column(name="gpu_name", kind="str", unit="", description="the GPU's marketed name"),
+        Column(
+            name="tp",
+            kind="int",
+            unit="GPUs",
+            description="tensor-parallel size of the target: the GPUs of one deployment (one "
+            "replica)",
+        ),
+        Column(name="target", kind="str", unit="", description="target model id"),
+        Column(
+            name="target_quant",
+            kind="str",
+            unit="",
+            description="target weight precision (configs/precisions.yaml)",
+        ),
+        Column(
+            name="draft",
+            kind="str",
+            unit="",
+            description="draft model or speculator head id (ngram: n-gram lookup)",
+        ),
+        Column(name="draft_quant", kind="str", unit="", description="draft weight precision"),
+        Column(
+            name="method",
+            kind="str",
+            unit="",
+            description="speculative method, vLLM's names: draft (a separate model), eagle, "
+            "eagle3, mtp, medusa, mlp-speculator, ngram (docs/modelling.md)",
+        ),
+        Column(name="kv_dtype", kind="str", unit="", description="KV cache dtype of both models"),
+        Column(
+            name="engine",
+            kind="str",
+            unit="",
+            description="engine preset: memory rules and latency constants",
+        ),
+        Column(
+            name="acceptance_scenario",
+            kind="int",
+            unit="",
+            description="position of the α scenario (rows of one scenario are compared with "
+            "each other)",
+        ),
+    )
+}
+SETTING_COLUMNS = (
+    "gpu",
+    "tp",
+    "target",
+    "target_quant",
+    "draft",
+    "draft_quant",
+    "method",
+    "kv_dtype",
+)
+
 COLUMNS: tuple[Column, ...] = (
-    Column(name="gpu", kind="str", unit="", description="GPU catalog id (configs/gpus.yaml)"),
-    Column(name="gpu_name", kind="str", unit="", description="the GPU's marketed name"),
-    Column(
-        name="tp",
-        kind="int",
-        unit="GPUs",
-        description="tensor-parallel size of the target (GPUs of the deployment)",
-    ),
-    Column(name="target", kind="str", unit="", description="target model id"),
-    Column(
-        name="target_quant",
-        kind="str",
-        unit="",
-        description="target weight precision (configs/precisions.yaml)",
-    ),
-    Column(name="draft", kind="str", unit="", description="draft model id"),
-    Column(name="draft_quant", kind="str", unit="", description="draft weight precision"),
-    Column(
-        name="method",
-        kind="str",
-        unit="",
-        description="speculative method, vLLM's names: draft (a separate model), eagle, eagle3, "
-        "mtp, "
-        "medusa, mlp-speculator, ngram (docs/modelling.md)",
-    ),
-    Column(name="kv_dtype", kind="str", unit="", description="KV cache dtype of both models"),
-    Column(
-        name="engine",
-        kind="str",
-        unit="",
-        description="engine preset: memory rules and latency constants",
+    *(
+        IDENTITY[name]
+        for name in (
+            "gpu",
+            "gpu_name",
+            "tp",
+            "target",
+            "target_quant",
+            "draft",
+            "draft_quant",
+            "method",
+            "kv_dtype",
+            "engine",
+        )
     ),
     Column(
         name="speedup_model",
@@ -102,13 +144,7 @@ COLUMNS: tuple[Column, ...] = (
         description="the draft model's max_position_embeddings; null for heads and n-gram "
         "lookup, whose positions are the target's",
     ),
-    Column(
-        name="acceptance_scenario",
-        kind="int",
-        unit="",
-        description="position of the α scenario (rows of one scenario are compared with each "
-        "other)",
-    ),
+    IDENTITY["acceptance_scenario"],
     Column(
         name="acceptance_rate",
         kind="float",
@@ -269,7 +305,7 @@ COLUMNS: tuple[Column, ...] = (
         name="price_usd_per_hour",
         kind="float",
         unit="USD per GPU-hour",
-        description="the price used",
+        description="the GPU's hourly price used",
         decimals=6,
     ),
     Column(
@@ -354,42 +390,8 @@ COVERAGE_COLUMNS: tuple[Column, ...] = (
     Column(name="closest_batch_size", kind="int", unit="sequences", description="that row's batch"),
 )
 BY_NAME = {c.name: c for c in COVERAGE_COLUMNS} | {c.name: c for c in COLUMNS}
-ARROW_TYPES = {
-    "str": pa.large_string(),
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-}
-
-
-def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
-    """The Arrow schema of a table holding `columns`, each field with its unit and meaning."""
-    return pa.schema(
-        [
-            pa.field(
-                c.name,
-                ARROW_TYPES[c.kind],
-                metadata={"unit": c.unit, "description": c.description},
-            )
-            for c in columns
-        ]
-    )
 
 
 def table_columns(with_rank: bool) -> tuple[Column, ...]:
     """The frontier's columns, or best_pairs' (with its rank)."""
     return tuple(c for c in COLUMNS if with_rank or c.name != "rank")
-
-
-def schema_json(tables: Mapping[str, Sequence[Column]]) -> str:
-    """Each table's columns with their types, units and meanings (for CSV readers)."""
-    return json.dumps(
-        {
-            table: [
-                {"name": c.name, "type": c.kind, "unit": c.unit, "description": c.description}
-                for c in columns
-            ]
-            for table, columns in tables.items()
-        },
-        indent=2,
-    )

@@ -18,8 +18,8 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from infersize.sweep.arrow_types import arrow_schema
 from infersize.sweep.chunks import part_name, read_part
-from infersize.sweep.columns import arrow_schema
 from infersize.sweep.store import walk
 from infersize.sweep.store.generations import Generation
 from infersize.sweep.store.walk import Dir

@@ -29,6 +29,7 @@ import yaml
 from infersize import __version__
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+from infersize.sweep.arrow_types import schema_json
 from infersize.sweep.capacity.table import output_tables, simulated_rows
 from infersize.sweep.chunks import (
     ChunkDone,
@@ -39,14 +40,13 @@ from infersize.sweep.chunks import (
     read_part,
     run_chunk,
 )
-from infersize.sweep.columns import schema_json
 from infersize.sweep.merge import TableMerge
 from infersize.sweep.plan import Plan
 from infersize.sweep.score import ChunkTask
 from infersize.sweep.store import folder, generations, walk
 from infersize.sweep.store.folder import OutputError
 from infersize.sweep.store.generations import Generation
-from infersize.sweep.store.upgrade import TABLES_SCHEMA
+from infersize.sweep.upgrade import TABLES_SCHEMA
 from infersize.sweep.workers import (
     jobs_for,
     loky_workers,

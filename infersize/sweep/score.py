@@ -12,7 +12,7 @@ from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
 from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, select, stack
 from infersize.core.engines import Engine, configure_engine
-from infersize.core.evaluate import Evaluation, Point, Workload, evaluate
+from infersize.core.evaluate import Evaluation, Grid, Point, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile, limit_positions
@@ -165,7 +165,7 @@ def score(task: ChunkTask) -> Scored:
     dep = stack(_numbers(task, catalog, engine), ndim=GRID_NDIM)  # fields (S, 1, 1, 1)
     context, batch, alpha = _grid(task)
     rates = _rates(task, alpha)
-    work = Workload(
+    grid = Grid(
         context=context,
         batch=batch,
         alpha=alpha,
@@ -175,7 +175,7 @@ def score(task: ChunkTask) -> Scored:
         tree=_tree(how),
     )
     model = get_speedup_model(how.speedup_model)
-    ev = evaluate(dep, engine, model, work)
+    ev = evaluate(dep, engine, model, grid)
     best = ev.optimal
     shape = best.k.shape  # (S, C, B, A)
     columns = _columns(best, dep)
@@ -201,7 +201,7 @@ def score(task: ChunkTask) -> Scored:
             alpha[s, 0, 0, a],
             k[picked],
             rates=row_rates,
-            tree=work.tree,
+            tree=grid.tree,
         )
 
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}

@@ -17,12 +17,14 @@ from infersize.core.arrays import BoolArray, FloatArray, IntArray
 from infersize.core.confidence import decode_confidence
 from infersize.core.memory import verdict
 from infersize.core.ranking import RANKED_BY, ranking_keys
+from infersize.sweep.arrow_types import arrow_schema
 from infersize.sweep.columns import (
     BY_NAME,
     COLUMNS,
     COVERAGE_COLUMNS,
+    IDENTITY,
+    SETTING_COLUMNS,
     Column,
-    arrow_schema,
     table_columns,
 )
 from infersize.sweep.reduce import codes, pareto_front, top_n
@@ -30,6 +32,8 @@ from infersize.sweep.score import ChunkTask, Scored
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from infersize.sweep.settings import Setting
 
 
 def _per_setting(values: Sequence[object], setting: IntArray) -> pa.Array:
@@ -44,20 +48,28 @@ def _float(values: FloatArray) -> pa.Array:
     return pa.array(values, mask=~np.isfinite(values))
 
 
+def _setting_columns(
+    settings: Sequence[Setting], s: IntArray, names: Sequence[str] = SETTING_COLUMNS
+) -> dict[str, pa.Array]:
+    """The identity columns that are a Setting's attributes, for the rows whose settings are
+    `s`: whole numbers as integers, the rest as text."""
+    out = {}
+    for name in names:
+        values = [getattr(x, name) for x in settings]
+        if IDENTITY[name].kind == "int":
+            out[name] = pa.array(np.asarray(values, dtype=np.int64)[s])
+        else:
+            out[name] = _per_setting(values, s)
+    return out
+
+
 def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
     """The per-setting string and integer columns of the rows whose settings are `s`."""
     settings = task.settings
     catalog = load_catalog(tuple(task.scoring.catalog_files))
     return {
-        "gpu": _per_setting([x.gpu for x in settings], s),
+        **_setting_columns(settings, s),
         "gpu_name": _per_setting([catalog.gpu(x.gpu).name for x in settings], s),
-        "tp": pa.array(np.asarray([x.tp for x in settings], dtype=np.int64)[s]),
-        "target": _per_setting([x.target for x in settings], s),
-        "target_quant": _per_setting([x.target_quant for x in settings], s),
-        "draft": _per_setting([x.draft for x in settings], s),
-        "draft_quant": _per_setting([x.draft_quant for x in settings], s),
-        "method": _per_setting([x.method for x in settings], s),
-        "kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
         "engine": _per_setting([task.scoring.engine.engine] * len(settings), s),
         "speedup_model": _per_setting([task.scoring.speedup_model] * len(settings), s),
         "support": _per_setting([x.support for x in settings], s),
@@ -203,6 +215,10 @@ def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
     return _rows_table(task, scored, rows[picked], rank)
 
 
+# the per-cell dataset's identity: partitioned by GPU, so without it
+CELL_SETTING_COLUMNS = ("tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype")
+
+
 def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
     """The per-cell rows of a chunk, one table per GPU (hive partition gpu=<id>)."""
     cells = scored.cells
@@ -221,12 +237,7 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
         ss = s[keep]
         out[gpu] = pa.table(
             {
-                "tp": pa.array(np.asarray([x.tp for x in task.settings], dtype=np.int64)[ss]),
-                "target": _per_setting([x.target for x in task.settings], ss),
-                "target_quant": _per_setting([x.target_quant for x in task.settings], ss),
-                "draft": _per_setting([x.draft for x in task.settings], ss),
-                "draft_quant": _per_setting([x.draft_quant for x in task.settings], ss),
-                "kv_dtype": _per_setting([x.kv_dtype for x in task.settings], ss),
+                **_setting_columns(task.settings, ss, CELL_SETTING_COLUMNS),
                 "context_length": pa.array(contexts[cells["context"][keep]]),
                 "within_max_context": pa.array(contexts[cells["context"][keep]] <= limit[ss]),
                 "batch_size": pa.array(np.asarray(task.batches)[cells["batch"][keep]]),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from infersize.service.capacity.answer import ARMS
-from infersize.sweep.columns import BY_NAME, Column, Kind
+from infersize.sweep.columns import BY_NAME, IDENTITY, Column, Kind
 
 
 def _per_arm(name: str, kind: Kind, unit: str, description: str) -> tuple[Column, ...]:
@@ -30,15 +30,20 @@ def _latency(metric: str, statistic: str) -> tuple[Column, ...]:
 
 
 CAPACITY_COLUMNS: tuple[Column, ...] = (
-    Column(name="gpu", kind="str", unit="", description="GPU catalog id"),
-    Column(name="gpu_name", kind="str", unit="", description="the GPU's marketed name"),
-    Column(name="tp", kind="int", unit="GPUs", description="tensor-parallel GPUs per replica"),
-    Column(name="target", kind="str", unit="", description="target model id"),
-    Column(name="target_quant", kind="str", unit="", description="target weight precision"),
-    Column(name="kv_dtype", kind="str", unit="", description="KV cache dtype"),
-    Column(name="method", kind="str", unit="", description="speculative method (vLLM's names)"),
-    Column(name="draft", kind="str", unit="", description="draft model or head id"),
-    Column(name="draft_quant", kind="str", unit="", description="draft weight precision"),
+    *(
+        IDENTITY[name]
+        for name in (
+            "gpu",
+            "gpu_name",
+            "tp",
+            "target",
+            "target_quant",
+            "kv_dtype",
+            "method",
+            "draft",
+            "draft_quant",
+        )
+    ),
     Column(name="workload", kind="str", unit="", description="the workload's name in the sweep"),
     Column(
         name="input_tokens",
@@ -75,12 +80,7 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
     Column(
         name="sla_terms", kind="str", unit="", description="the SLA, as capacity --sla reads it"
     ),
-    Column(
-        name="acceptance_scenario",
-        kind="int",
-        unit="",
-        description="position of the α scenario (rows of one scenario compare)",
-    ),
+    IDENTITY["acceptance_scenario"],
     Column(
         name="acceptance_rate",
         kind="float",
@@ -93,11 +93,11 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
         unit="requests/s",
         description="the fleet's load this row is sized for",
     ),
-    Column(name="engine", kind="str", unit="", description="engine preset"),
+    IDENTITY["engine"],
     Column(
         name="price_usd_per_hour",
         kind="float",
-        unit="USD/hour",
+        unit="USD per GPU-hour",
         description="the GPU's hourly price used (null: unknown)",
     ),
     Column(

@@ -16,11 +16,12 @@ from infersize.catalog.records import Gpu
 from infersize.catalog.store import load_catalog
 from infersize.core.deployment import hourly_price
 from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE
-from infersize.service.capacity.fleet import fleet
-from infersize.service.capacity.screen import Latency, RowAnswer, answer_rows
+from infersize.service.capacity.fleet import Fleet, fleet
+from infersize.service.capacity.screen import Latency, RowAnswer, RowArm, answer_rows
+from infersize.sweep.arrow_types import arrow_schema
 from infersize.sweep.capacity.columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity.rows import Case, capacity_row, iter_cases
-from infersize.sweep.columns import arrow_schema
+from infersize.sweep.columns import SETTING_COLUMNS
 from infersize.sweep.score import ChunkTask, Scored
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 from infersize.sweep.tables import OUTPUT_TABLES, OutputTable
@@ -69,15 +70,8 @@ def _row(
     }
     plain, speculative = fleets[BASELINE].gpus, fleets[SPECULATIVE].gpus
     row: dict[str, Any] = {
-        "gpu": s.gpu,
+        **{name: getattr(s, name) for name in SETTING_COLUMNS},
         "gpu_name": gpu.name,
-        "tp": s.tp,
-        "target": s.target,
-        "target_quant": s.target_quant,
-        "kv_dtype": s.kv_dtype,
-        "method": s.method,
-        "draft": s.draft,
-        "draft_quant": s.draft_quant,
         "workload": w.name,
         "input_tokens": sum(w.input_tokens) / len(w.input_tokens),
         "output_tokens": sum(w.output_tokens) / len(w.output_tokens),
@@ -100,24 +94,30 @@ def _row(
         "capacity_source": "simulator" if answer.simulated else "mean-field",
     }
     for kind, arm_fleet in fleets.items():
-        arm = answer.arm(kind)
-        low, high = arm.interval or (None, None)
-        gpus_low, gpus_high = arm_fleet.gpus_interval or (None, None)
-        latency = arm.latency_ms.get(rate)
-        columns = {
-            "max_request_rate": arm.max_request_rate,
-            "max_request_rate_low": low,
-            "max_request_rate_high": high,
-            "replicas": arm_fleet.replicas,
-            "gpus": arm_fleet.gpus,
-            "gpus_low": gpus_low,
-            "gpus_high": gpus_high,
-            "usd_per_hour": arm_fleet.usd_per_hour,
-        }
-        for name in Latency._fields:
-            columns[name] = None if latency is None else getattr(latency, name)
+        columns = _arm_columns(answer.arm(kind), arm_fleet, rate)
         row |= {f"{name}_{kind.key}": value for name, value in columns.items()}
     return row
+
+
+def _arm_columns(arm: RowArm, arm_fleet: Fleet, rate: float) -> dict[str, Any]:
+    """One arm's columns, less the arm's suffix: its capacity and range, its fleet at `rate`
+    and the latencies at that rate's load per replica."""
+    low, high = arm.interval or (None, None)
+    gpus_low, gpus_high = arm_fleet.gpus_interval or (None, None)
+    latency = arm.latency_ms.get(rate)
+    columns = {
+        "max_request_rate": arm.max_request_rate,
+        "max_request_rate_low": low,
+        "max_request_rate_high": high,
+        "replicas": arm_fleet.replicas,
+        "gpus": arm_fleet.gpus,
+        "gpus_low": gpus_low,
+        "gpus_high": gpus_high,
+        "usd_per_hour": arm_fleet.usd_per_hour,
+    }
+    for name in Latency._fields:
+        columns[name] = None if latency is None else getattr(latency, name)
+    return columns
 
 
 def capacity_rows(
