@@ -105,7 +105,7 @@ def _rates(task: ChunkTask, alpha: FloatArray) -> FloatArray | None:
     rates = limit_positions(iid_profile(alpha, k_max), positions.reshape(-1, 1, 1, 1))
     for i, setting in enumerate(task.settings):
         if setting.profile is not None:
-            rates[i] = extend_profile(setting.profile, k_max)
+            rates[i] = limit_positions(extend_profile(setting.profile, k_max), positions[i])
     return rates
 
 
