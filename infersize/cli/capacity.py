@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from infersize.cli import engine_options as eopt
 from infersize.cli import options as opt
 from infersize.cli import serving_options as serving
 from infersize.cli.app import app, print_json
@@ -54,6 +55,10 @@ def capacity(
     kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
     max_num_tokens: opt.MaxNumTokens = None,
     max_batch_size: opt.MaxBatchSize = None,
+    enable_mixed_chunk: eopt.EnableMixedChunk = None,
+    cuda_graph_max_bs: eopt.CudaGraphMaxBs = None,
+    ep: eopt.Ep = None,
+    dp_attention: eopt.DpAttention = None,
     overhead_gib: opt.OverheadGib = None,
     draft_k: DraftKOrAuto = str(DEFAULTS.draft_k),
     eagle_topk: opt.EagleTopk = DEFAULTS.eagle_topk,

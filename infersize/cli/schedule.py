@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from infersize.cli import engine_options as eopt
 from infersize.cli import options as opt
 from infersize.cli.app import app, print_json
 from infersize.cli.spec import draft_is_none, request_of
@@ -69,6 +70,10 @@ def schedule(
     kv_cache_free_gpu_memory_fraction: opt.KvCacheFreeGpuMemoryFraction = None,
     max_num_tokens: opt.MaxNumTokens = None,
     max_batch_size: opt.MaxBatchSize = None,
+    enable_mixed_chunk: eopt.EnableMixedChunk = None,
+    cuda_graph_max_bs: eopt.CudaGraphMaxBs = None,
+    ep: eopt.Ep = None,
+    dp_attention: eopt.DpAttention = None,
     overhead_gib: opt.OverheadGib = None,
     max_k: opt.MaxK = DEFAULTS.max_k,
     max_batch: MaxBatch = None,

@@ -21,50 +21,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from infersize.core.engine_constants import MIB as MIB
+from infersize.core.engine_constants import (
+    REJECTION_SAMPLER_BYTES_PER_LOGIT as REJECTION_SAMPLER_BYTES_PER_LOGIT,
+)
+from infersize.core.engine_constants import SAMPLER_BYTES_PER_LOGIT as SAMPLER_BYTES_PER_LOGIT
+from infersize.core.engine_constants import VLLM_ENTRYPOINTS as VLLM_ENTRYPOINTS
+from infersize.core.engine_constants import VLLM_STEP_OVERHEAD_S as VLLM_STEP_OVERHEAD_S
 from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
-
-MIB = 2**20
-# vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
-# blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
-VLLM_STEP_OVERHEAD_S = 8.0e-4
-# Any speculative method (draft model, EAGLE, EAGLE-3, MTP, n-gram, Medusa) adds the rejection
-# sampler's dry run to V1's profiling pass: gpu_model_runner._dummy_sampler_run, `if
-# self.speculative_config:`, draws bf16 logits for num_reqs drafts + num_reqs bonus tokens and
-# runs RejectionSampler.forward on them (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
-# vllm/v1/worker/gpu_model_runner.py lines 4606-4629; the same at
-# vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d: lines 6291-6321). Since
-# https://github.com/vllm-project/vllm/pull/26060 (merged 2025-10-22)
-# RejectionSampler.forward keeps, beside those logits, a copy of the bonus rows, their raw fp32
-# logits, the targets' fp32 logits and a clone of them through top-k/top-p, softmax and the
-# recovered-token noise (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a).
-# Re-stated tensor by tensor,
-# its peak exceeds the plain sampler's by 12 bytes per row and vocabulary entry of the target,
-# with a sort-based top-k/top-p or an in-place one alike. Read from the source, not fitted. It
-# counts only where the sampler phase is the profile's largest.
-REJECTION_SAMPLER_BYTES_PER_LOGIT = 12.0
-# vLLM's entry points (vllm/usage/usage_lib.py UsageContext): `vllm serve` is OPENAI_API_SERVER,
-# `LLM(...)` in Python is LLM_CLASS; EngineArgs.get_batch_defaults sizes the profiling pass by it
-VLLM_ENTRYPOINTS: dict[str, str] = {"serve": "`vllm serve`", "offline": "LLM(...)"}
-
-
-# Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
-# the peak of vLLM's profiling sampler run (gpu_model_runner._dummy_sampler_run), by sampler
-# (ops/topk_topp_sampler.py), from start-up logs that print the profiling peak:
-SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
-    # Triton top-k/top-p (apply_top_k_top_p_triton): the default from 0.17 on. Logs q1-q4 (their
-    # sum with the CUDA graph estimate; the split between the two is not identified).
-    "triton": 12.0,
-    # PyTorch sort-based top-k/top-p (apply_top_k_top_p): the default from 0.11 to 0.16 and on
-    # ROCm; sorted logits, int64 indices, probabilities and masks. A vLLM 0.10.2 log of
-    # Qwen3-235B-A22B FP8 at TP 8 on L40S printed a 1.4 GiB peak for 256 rows of 151,936 logits
-    # (its public source is to be found again: the row left tests/data/measurements.csv).
-    "pytorch": 38.6,
-    # FlashInfer's fused kernels (VLLM_USE_FLASHINFER_SAMPLER=1; on by default in 0.9-0.10 where
-    # FlashInfer is installed). https://github.com/vllm-project/vllm/issues/21524 prints 2.4 GiB
-    # for 1024 rows of 151,936.
-    "flashinfer": 16.6,
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +48,24 @@ class Engine:
     # is fitted on cannot see it): per forward pass, and per layer per pass
     step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
+    # A pass's fixed cost per MoE layer (router, top-k, permutation, grouped GEMMs, combine)
+    # and per MLA layer (latent projections, absorbed attention), beyond a dense GQA layer's
+    moe_layer_overhead_s: float = 0.0
+    mla_layer_overhead_s: float = 0.0
+    # A pass outside CUDA graphs launches its kernels from the host, this much more a layer:
+    # prefill passes where graphs hold decodes only (eager_prefill), decodes above the limit
+    eager_layer_overhead_s: float = 0.0
+    eager_prefill: bool = False
+    cuda_graph_max_bs: int | None = None  # None: every decode batch runs in a graph
+    # the compute share: mfu (mfu_fp8, mfu_fp4 for narrower inputs; None: the wider one's),
+    # times T / (T + mfu_half_tokens) for a pass of T tokens (0: flat; latency.py)
+    mfu_half_tokens: float = 0.0
+    mfu_fp8: float | None = None
+    mfu_fp4: float | None = None
+    # a MoE target's routed experts over `ep` groups of ranks, whole experts each (1: split
+    # over all TP ranks); dp_attention: each rank attends for its own share of the sequences
+    ep: int = 1
+    dp_attention: bool = False
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
     memory_rule: str = "sum"  # sum | vllm | sglang | trtllm: how core/fit.py sizes memory
@@ -114,6 +97,10 @@ class Engine:
     max_running_requests: int | None = None  # None: from the pool (48 when speculating)
     speculative_headroom: bool = False  # 0.4.3.post3-0.5.6: pools grow by R·d·k + R·n + 100
     schedule_policy: str = "fcfs"  # waiting requests in arrival order (SGLang, TensorRT-LLM)
+    mixed_prefill: bool = True  # prompts' chunks beside the decodes (False: steps of their own)
+    # admit a request when its first chunk fits ("first-chunk": a full pool preempts), or when
+    # its whole answer fits beside the running requests' ("whole-request": never preempts)
+    admission: str = "first-chunk"
     # TensorRT-LLM's PyTorch backend (core/trtllm_pool.py)
     free_gpu_memory_fraction: float = 0.9  # KvCacheConfig.free_gpu_memory_fraction
     max_num_tokens: int | None = None  # None: 8192 (BuildConfig)
@@ -195,6 +182,11 @@ SGLANG = Engine(
     mem_fraction_rule="reserve",
     speculative_headroom=True,
     drafts_trees=True,
+    # get_new_batch_prefill runs prompts in a batch of their own, the decodes waiting, unless
+    # is_mixed_chunk (sgl-project/sglang@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79:
+    # python/sglang/srt/managers/scheduler.py); graphs capture decode batches only
+    mixed_prefill=False,
+    eager_prefill=True,
 )
 SGLANG_04 = replace(
     SGLANG,
@@ -217,6 +209,11 @@ TRTLLM = Engine(
     memory_rule="trtllm",
     release="1.0",  # KvCacheCreator's budget by memory; the same formula since 0.19
     drafts_trees=True,
+    # SchedulerConfig's default GUARANTEED_NO_EVICT schedules a request when its whole answer's
+    # blocks are free, never evicting (NVIDIA/TensorRT-LLM@fcd3f31682808ae56118ae43c1d7864a3a945e6f:
+    # tensorrt_llm/llmapi/llm_args.py); graphs capture generation-only batches
+    admission="whole-request",
+    eager_prefill=True,
 )
 
 ENGINES: dict[str, Engine] = {
@@ -284,6 +281,10 @@ class EngineSettings:
     kv_cache_free_gpu_memory_fraction: float | None = None  # TensorRT-LLM
     max_num_tokens: int | None = None
     max_batch_size: int | None = None
+    enable_mixed_chunk: bool | None = None  # SGLang: prompts' chunks beside the decodes
+    cuda_graph_max_bs: int | None = None  # SGLang, TensorRT-LLM: the largest graphed decode batch
+    ep: int | None = None  # vLLM, SGLang, TensorRT-LLM: expert-parallel groups (None: 1)
+    dp_attention: bool | None = None  # attention data parallel over the TP ranks
 
 
 def configure_engine(settings: EngineSettings) -> Engine:
@@ -336,6 +337,14 @@ ENGINE_SETTINGS = {
     "trtllm": ("kv_cache_free_gpu_memory_fraction", "max_num_tokens", "max_batch_size"),
 }
 FRACTIONS = ("mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
+# Settings more than one engine takes: the rules (memory_rule) of the engines that do
+SHARED_SETTINGS = {
+    "enable_mixed_chunk": ("sglang",),
+    "cuda_graph_max_bs": ("sglang", "trtllm"),
+    "ep": ("vllm", "sglang", "trtllm"),
+    "dp_attention": ("vllm", "sglang", "trtllm"),
+}
+MAX_EP = 1024
 
 
 def _other_engines(engine: Engine, settings: EngineSettings) -> Engine:
@@ -358,4 +367,28 @@ def _other_engines(engine: Engine, settings: EngineSettings) -> Engine:
     fraction = given.pop("kv_cache_free_gpu_memory_fraction", None)
     if fraction is not None:
         given["free_gpu_memory_fraction"] = fraction
-    return replace(engine, **given)
+    return _shared_settings(replace(engine, **given), settings)
+
+
+def _shared_settings(engine: Engine, settings: EngineSettings) -> Engine:
+    """The settings several engines take, each refused for the others."""
+    for name, rules in SHARED_SETTINGS.items():
+        value = getattr(settings, name)
+        if value is not None and engine.memory_rule not in rules:
+            raise ValueRangeError(
+                name,
+                f"is a setting of {', '.join(rules)}: it does not apply to engine {engine.name}",
+            )
+    for name, high in (("cuda_graph_max_bs", 1 << 24), ("ep", MAX_EP)):
+        value = getattr(settings, name)
+        if value is not None and not 1 <= value <= high:
+            raise ValueRangeError(name, f"must be in 1..{high}, got {value}")
+    if settings.enable_mixed_chunk is not None:
+        engine = replace(engine, mixed_prefill=settings.enable_mixed_chunk)
+    if settings.cuda_graph_max_bs is not None:
+        engine = replace(engine, cuda_graph_max_bs=settings.cuda_graph_max_bs)
+    if settings.ep is not None:
+        engine = replace(engine, ep=settings.ep)
+    if settings.dp_attention is not None:
+        engine = replace(engine, dp_attention=settings.dp_attention)
+    return engine

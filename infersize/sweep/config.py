@@ -180,6 +180,10 @@ class SweepConfig(_Strict):
     kv_cache_free_gpu_memory_fraction: float | None = Field(default=None, gt=0, le=1)  # trtllm
     max_num_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
     max_batch_size: int | None = Field(default=None, ge=1, le=1 << 24)
+    enable_mixed_chunk: bool | None = None  # sglang engines
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1, le=1 << 24)  # sglang, trtllm
+    ep: int | None = Field(default=None, ge=1, le=1024)  # vllm, sglang, trtllm engines
+    dp_attention: bool | None = None
     # a draft tree (sglang, trtllm): candidates per node and the tokens verified, root included;
     # draft_k is then the tree's depth
     eagle_topk: int = Field(default=DEFAULTS.eagle_topk, ge=1, le=64)
