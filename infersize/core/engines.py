@@ -1,25 +1,21 @@
 """Engine presets: the memory rules and the constants that differ between serving engines.
 
-`plain` sums the parts against the device memory. `vllm` follows vLLM V1's pool rules as of
-release 0.33.0 (core/vllm_pool.py); `vllm-0.15` the rules of the V1 releases 0.11 to 0.17, which
-did not subtract CUDA graphs before sizing the pool and logged the pool's tokens without
-crediting sliding windows. Their pool constants are fitted to public vLLM start-up logs.
-`sglang` sizes SGLang's pools as release 0.5.6 does, `sglang-0.4` as the 0.4.x releases did
-(core/sglang_pool.py); `trtllm` the KV cache of TensorRT-LLM's PyTorch backend
+`plain` sums the parts against the device memory; `vllm` follows vLLM V1's pool rules as of
+0.33.0, `vllm-0.15` those of 0.11-0.17 (core/vllm_pool.py); `sglang` and `sglang-0.4` size
+SGLang's pools (core/sglang_pool.py), `trtllm` TensorRT-LLM's PyTorch backend's KV cache
 (core/trtllm_pool.py). Each preset's `memory_rule` names the rule core/fit.py applies.
-
-Every fitted constant comes from benchmarks/fit_engine_constants.py, which minimises the worst
-error relative to its bound over the `fit` rows of tests/data/measurements.csv (each row
-quoted with its source; the `check` rows are never fitted to, and docs/calibration.md gives the
-errors on both): `plain` holds the set shared by the CUDA-graph engines (fitted to gpt-fast and
-LMDeploy; checked on SGLang, NIM, TensorRT-LLM, AutoAWQ); the vLLM presets their own; llama.cpp
-a third, whose kernels are launched per layer.
+Decode and pool constants come from benchmarks/fit_engine_constants.py (the worst error relative
+to its bound over the `fit` rows of tests/data/measurements.csv), the serving constants of the
+CUDA-graph engines from benchmarks/fit_serving_constants.py (tests/data/serving_measurements.csv);
+`check` rows are never fitted to, and docs/calibration.md gives the errors on both. `plain` holds
+the set shared by the CUDA-graph engines, the vLLM presets their own, llama.cpp a third.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from infersize.core.engine_constants import MIB as MIB
 from infersize.core.engine_constants import (
@@ -48,13 +44,13 @@ class Engine:
     # is fitted on cannot see it): per forward pass, and per layer per pass
     step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
-    # A pass's fixed cost per MoE layer (router, top-k, permutation, grouped GEMMs, combine)
-    # and per MLA layer (latent projections, absorbed attention), beyond a dense GQA layer's
+    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs) and MLA layer
     moe_layer_overhead_s: float = 0.0
     mla_layer_overhead_s: float = 0.0
-    # A pass outside CUDA graphs launches its kernels from the host, this much more a layer:
-    # prefill passes where graphs hold decodes only (eager_prefill), decodes above the limit
+    # a pass outside CUDA graphs (prefills: eager_prefill; decodes above the limit), a layer:
     eager_layer_overhead_s: float = 0.0
+    eager_moe_layer_overhead_s: float = 0.0  # and this much more a MoE layer, an MLA layer
+    eager_mla_layer_overhead_s: float = 0.0
     eager_prefill: bool = False
     cuda_graph_max_bs: int | None = None  # None: every decode batch runs in a graph
     # the compute share: mfu (mfu_fp8, mfu_fp4 for narrower inputs; None: the wider one's),
@@ -62,8 +58,7 @@ class Engine:
     mfu_half_tokens: float = 0.0
     mfu_fp8: float | None = None
     mfu_fp4: float | None = None
-    # a MoE target's routed experts over `ep` groups of ranks, whole experts each (1: split
-    # over all TP ranks); dp_attention: each rank attends for its own share of the sequences
+    # routed experts over `ep` groups of ranks (1: split over all); attention data parallel
     ep: int = 1
     dp_attention: bool = False
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
@@ -109,6 +104,14 @@ class Engine:
     drafts_trees: bool = False  # takes a draft tree (top-k > 1): SGLang, TensorRT-LLM
 
 
+# SGLang and TensorRT-LLM keep `plain`'s bandwidth share and launch floor (checked on their
+# decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
+# of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
+SERVING: dict[str, Any] = {
+    "moe_layer_overhead_s": 3e-5, "mla_layer_overhead_s": 4.5e-5,
+    "eager_layer_overhead_s": 3.5e-4, "eager_moe_layer_overhead_s": 5e-4,
+    "eager_mla_layer_overhead_s": 1e-3, "mfu_fp8": 0.65, "mfu_fp4": 0.4,
+}  # fmt: skip
 VLLM_V1 = Engine(
     name="vllm",
     description="vLLM V1 (rules of release 0.33.0): pre-grabs gpu_memory_utilization of the "
@@ -145,6 +148,9 @@ VLLM_V1 = Engine(
     # docs/calibration.md checks it on batch-1 speedups of a separate draft
     draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
     rejection_sampler_bytes_per_logit=REJECTION_SAMPLER_BYTES_PER_LOGIT,
+    # the same MoE and MLA kernels as SGLang's: their layer costs, held (not fitted on vLLM)
+    moe_layer_overhead_s=SERVING["moe_layer_overhead_s"],
+    mla_layer_overhead_s=SERVING["mla_layer_overhead_s"],
 )
 VLLM_V1_EARLY = replace(
     VLLM_V1,
@@ -160,8 +166,6 @@ VLLM_V1_EARLY = replace(
     steps_in_flight=1.0,
 )
 
-# SGLang and TensorRT-LLM keep the default latency constants: `plain`'s, the set of the
-# CUDA-graph engines, checked on SGLang's and TensorRT-LLM's decode rows (docs/calibration.md)
 SGLANG = Engine(
     name="sglang",
     description="SGLang (rules of release 0.5.6): mem_fraction_static of the free memory holds "
@@ -188,6 +192,7 @@ SGLANG = Engine(
     mixed_prefill=False,
     eager_prefill=True,
 )
+SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(
     SGLANG,
     name="sglang-0.4",
@@ -215,6 +220,7 @@ TRTLLM = Engine(
     admission="whole-request",
     eager_prefill=True,
 )
+TRTLLM = replace(TRTLLM, **SERVING)
 
 ENGINES: dict[str, Engine] = {
     "plain": Engine(

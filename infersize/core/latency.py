@@ -229,10 +229,15 @@ def pass_seconds(
     fixed = engine.step_overhead_s
     if drafter and engine.draft_forward_overhead_s is not None:
         fixed = engine.draft_forward_overhead_s
+    eager = (
+        cost.layers * engine.eager_layer_overhead_s
+        + cost.moe_layers * engine.eager_moe_layer_overhead_s
+        + cost.mla_layers * engine.eager_mla_layer_overhead_s
+    )
     t_fixed = (
         fixed
         + cost.layers * engine.layer_overhead_s
-        + cost.layers * floats(load.eager) * engine.eager_layer_overhead_s
+        + floats(load.eager) * eager
         + cost.moe_layers * engine.moe_layer_overhead_s
         + cost.mla_layers * engine.mla_layer_overhead_s
     )
