@@ -12,6 +12,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from infersize.cli import app
@@ -21,6 +22,8 @@ from infersize.core.step import StepBatch, engine_step_seconds
 from infersize.service.capacity import CapacityRequest, Traffic, make_arm, prepare_capacity, serve
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
+from infersize.sweep.config import load_sweep
+from infersize.sweep.plan import build_plan
 
 LLAMA = ["--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100"]
 DEEPSEEK = ["--target", "deepseek-r1", "--draft", "none", "--gpu", "b200", "--tp", "8"]
@@ -173,3 +176,43 @@ def test_passes_outside_cuda_graphs_pay_a_launch_cost_a_layer(catalog):
     assert step(16) == pytest.approx(in_graph(16))
     assert step(17) - in_graph(17) == pytest.approx(eager)
     assert step(4, prefill=64) - in_graph(4, prefill=64) == pytest.approx(eager)
+
+
+EP_SWEEP = """\
+name: ep
+pairs:
+  - {target: deepseek-r1, draft: deepseek-v3-mtp}
+target_quants: [fp8]
+draft_quants: [fp8]
+gpus:
+  - {name: b200, tp: [8]}
+context_lengths: [2048]
+batch_sizes: [1, 64]
+draft_k: {start: 1, stop: 3, step: 1}
+engine: sglang
+ep: 8
+dp_attention: true
+enable_mixed_chunk: true
+cuda_graph_max_bs: 32
+"""
+
+
+def test_a_sweep_takes_the_settings_by_their_flags_names(tmp_path, runner):
+    """The sweep keys are the flags' names: each row of the sweep is `spec` with the flags."""
+    path = tmp_path / "ep.yaml"
+    path.write_text(EP_SWEEP)
+    config, doc = load_sweep(path)
+    engine = build_plan(config, doc).scoring.engine
+    assert (engine.ep, engine.dp_attention, engine.enable_mixed_chunk) == (8, True, True)
+    assert engine.cuda_graph_max_bs == 32
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for row in pq.read_table(out / "best_pairs.parquet").to_pylist():
+        args = ["spec", *DEEPSEEK[:2], "--method", "mtp", *DEEPSEEK[4:], "--engine", "sglang",
+                "--ep", "8", "--dp-attention", "--enable-mixed-chunk", "--cuda-graph-max-bs",
+                "32", "--context-length", "2048", "--batch-size", str(row["batch_size"]),
+                "--max-k", "3", "--draft-k", "3", "--json"]  # fmt: skip
+        data = json.loads(runner.invoke(app, args).stdout)
+        assert row["speedup"] == pytest.approx(data["speedup_at_optimal_k"], rel=1e-9)
+        assert row["target_kv_gib"] * 2**30 == pytest.approx(data["target"]["kv_cache_bytes"])

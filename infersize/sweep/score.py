@@ -70,6 +70,7 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
                 catalog.gpu(gpu),
                 tp,
                 engine.support_family,
+                engine.dp_attention and tp > 1,
             )[0]
         return cache[key]
 
