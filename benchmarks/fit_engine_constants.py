@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from infersize.catalog.store import load_catalog
-from infersize.core.engines import ENGINES, MIB, Engine
+from infersize.core.engine_constants import MIB
+from infersize.core.engines import ENGINES, Engine
 from infersize.service.calibration import (
     FIT_GROUPS,
     FitGroup,

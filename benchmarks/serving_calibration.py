@@ -1,10 +1,13 @@
 """`infersize capacity` against public serving measurements (tests/data/serving_measurements.csv,
 one measured figure a row, each with its source and the quoted figure): every row predicted
-through the path the command takes (a CapacityRequest with the row's deployment under the row's
-engine preset, its mean lengths and its load, served by the simulator without speculation), and
-printed as a Markdown table with the mean absolute error per metric over the bounded rows.
+through the path the command takes (infersize/service/serving_calibration.py: the row's
+deployment under its engine's settings, its benchmark client's lengths and load, its
+speculative method at its K, served by the simulator), printed as Markdown tables: every row
+with its split, then the check rows' errors by category, then each speculative row beside its
+plain-decoding twin (the direction of speculation's effect).
 
-No constant of infersize is fitted on these rows: they only check.
+Constants are fitted on the `fit` rows only (benchmarks/fit_serving_constants.py); the `check`
+rows' errors are out of sample.
 
 Usage: python benchmarks/serving_calibration.py [--write]
 --write puts the tables into docs/capacity.md and docs/calibration.md between their
@@ -14,112 +17,47 @@ serving-calibration markers.
 from __future__ import annotations
 
 import argparse
-import csv
-from collections.abc import Iterable
+import math
+import statistics
 from pathlib import Path
 
 from infersize.catalog.store import Catalog, load_catalog
-from infersize.core.engines import EngineSettings
-from infersize.core.serving.metrics import ServingMetrics
-from infersize.service.capacity.arm import make_arm, serve
-from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
-from infersize.service.request import SpecRequest
-from infersize.service.resolve import DeploymentRequest
+from infersize.service.serving_calibration import KINDS as KINDS
+from infersize.service.serving_calibration import Row
+from infersize.service.serving_calibration import error as error
+from infersize.service.serving_calibration import load_rows as _load_rows
+from infersize.service.serving_calibration import predict as _predict
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "serving_measurements.csv"
 DOCS = (ROOT / "docs" / "capacity.md", ROOT / "docs" / "calibration.md")
 START, END = "<!-- serving-calibration:start -->\n", "<!-- serving-calibration:end -->\n"
-# the columns that say what was served: rows that share them share one simulation
-SETUP = (
+# the check rows' targets by category and metric (median absolute error)
+TARGETS = {"tpot_mean_ms": 0.15, "ttft_p50_ms": 0.30, "output_tokens_per_s": 0.15}
+DIRECTION_MARGIN = 0.05  # a pair whose measured ratio is within 5 % of 1 has no direction
+TWIN = (
     "model",
     "precision",
     "kv_dtype",
     "gpu",
     "tp",
     "engine",
-    "gpu_memory_utilization",
     "input_tokens",
     "output_tokens",
+    "lengths",
     "load_kind",
     "load",
     "requests",
+    "kind",
 )
-KINDS = {  # kind: (metric, statistic, factor to the row's units); metric None: a throughput
-    "ttft_mean_ms": ("ttft", "mean", 1e3),
-    "ttft_p50_ms": ("ttft", "p50", 1e3),
-    "ttft_p99_ms": ("ttft", "p99", 1e3),
-    "tpot_mean_ms": ("tpot", "mean", 1e3),
-    "tpot_p50_ms": ("tpot", "p50", 1e3),
-    "tpot_p99_ms": ("tpot", "p99", 1e3),
-    "itl_mean_ms": ("itl", "mean", 1e3),
-    "output_tokens_per_s": (None, "output_tokens_per_s", 1.0),
-    "requests_per_s": (None, "requests_per_s", 1.0),
-}
 
 
-def load_rows(path: Path = DATA) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+def load_rows(path: Path = DATA) -> list[Row]:
+    return _load_rows(path)
 
 
-def capacity_request(row: dict[str, str]) -> CapacityRequest:
-    """The request `infersize capacity --draft none` builds for the row's deployment and load."""
-    inputs, outputs = int(row["input_tokens"]), int(row["output_tokens"])
-    utilization = float(row["gpu_memory_utilization"]) if row["gpu_memory_utilization"] else None
-    closed = row["load_kind"] == "concurrency"
-    deployment = DeploymentRequest(
-        target=row["model"],
-        gpu=row["gpu"],
-        target_quant=row["precision"],
-        kv_dtype=row["kv_dtype"],
-        tp=int(row["tp"]),
-    )
-    spec = SpecRequest(
-        deployment=deployment,
-        context_length=inputs + outputs,
-        engine=EngineSettings(engine=row["engine"], gpu_memory_utilization=utilization),
-    )
-    traffic = Traffic(
-        input_tokens=(inputs,),
-        output_tokens=(outputs,),
-        concurrency=int(row["load"]) if closed else None,
-        request_rate=None if closed else float(row["load"]),
-        requests=int(row["requests"]),
-    )
-    return CapacityRequest(spec=spec, traffic=traffic)
-
-
-def simulate_row(row: dict[str, str], catalog: Catalog) -> ServingMetrics:
-    """The baseline arm's metrics at the row's load."""
-    request = capacity_request(row)
-    arm = make_arm(prepare_capacity(request, catalog), request.traffic, 0)
-    return serve(arm, request.traffic)
-
-
-def value(measured: ServingMetrics, kind: str) -> float:
-    metric, statistic, factor = KINDS[kind]
-    if metric is None:
-        return float(getattr(measured, statistic))
-    return measured.value(metric, statistic) * factor
-
-
-def predict(rows: Iterable[dict[str, str]]) -> dict[str, float]:
-    """Every row's prediction, by id (one simulation per setup)."""
-    catalog = load_catalog()
-    served: dict[tuple[str, ...], ServingMetrics] = {}
-    predicted = {}
-    for row in rows:
-        key = tuple(row[column] for column in SETUP)
-        if key not in served:
-            served[key] = simulate_row(row, catalog)
-        predicted[row["id"]] = value(served[key], row["kind"])
-    return predicted
-
-
-def error(row: dict[str, str], predicted: float) -> float:
-    """Relative error of the prediction: predicted / measured - 1."""
-    return predicted / float(row["measured"]) - 1.0
+def predict(rows: list[Row]) -> dict[str, float]:
+    return _predict(rows)
 
 
 def _number(x: float) -> str:
@@ -128,49 +66,122 @@ def _number(x: float) -> str:
     return f"{x:.2f}" if abs(x) >= 1 else f"{x:.3f}"
 
 
-def _setup(row: dict[str, str]) -> str:
+def _setup(row: Row) -> str:
     load = "concurrency" if row["load_kind"] == "concurrency" else "rate"
     utilization = row["gpu_memory_utilization"]
     engine = row["engine"] + (f" at {utilization} of memory" if utilization else "")
+    drafter = f" + {row['draft']} K {row['draft_k']}" if row.get("draft") else ""
+    lengths = " (bench_serving's draws)" if row.get("lengths") else ""
     return (
-        f"{row['model']} {row['precision']} (KV {row['kv_dtype']}), {row['gpu']} ×{row['tp']}, "
-        f"{engine}, {int(row['input_tokens']):,}/{int(row['output_tokens']):,} tokens, "
-        f"{load} {row['load']}, {row['requests']} requests"
+        f"{row['model']} {row['precision']}{drafter} (KV {row['kv_dtype']}), {row['gpu']} "
+        f"×{row['tp']}, {engine}, {int(row['input_tokens']):,}/{int(row['output_tokens']):,} "
+        f"tokens{lengths}, {load} {row['load']}, {row['requests']} requests"
     )
 
 
-def table(rows: list[dict[str, str]], predicted: dict[str, float]) -> str:
-    """The rows (measured, predicted, error, and the bound of a bounded row, marked where the
-    prediction misses it), then the mean absolute error per metric over the bounded rows."""
+def category(row: Row, catalog: Catalog) -> str:
+    """What a row checks: speculation, a MoE target, throughput with every request queued at
+    once, or a dense target under load."""
+    if row.get("draft"):
+        return "speculative"
+    if row["load_kind"] == "concurrency" and row["load"] == row["requests"]:
+        return "high-batch throughput"
+    return "MoE" if catalog.model(row["model"]).moe is not None else "dense"
+
+
+def rows_table(rows: list[Row], predicted: dict[str, float]) -> str:
     lines = [
-        "| id | what | setup | measured | predicted | error | bound |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+        "| id | split | what | setup | measured | predicted | error | bound |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    errors: dict[str, list[float]] = {}
     for row in rows:
         e = error(row, predicted[row["id"]])
-        bounded = row["bounded"] == "yes"
-        if bounded:
-            errors.setdefault(row["kind"], []).append(abs(e))
         tolerance = float(row["tolerance"])
         bound = f"±{tolerance:.0%}" + (", missed" if abs(e) > tolerance else "")
-        bound = bound if bounded else "n/a"
+        bound = bound if row["bounded"] == "yes" else "n/a"
         lines.append(
-            f"| {row['id']} | {row['kind']} | {_setup(row)} | {row['measured']} "
+            f"| {row['id']} | {row['split']} | {row['kind']} | {_setup(row)} | {row['measured']} "
             f"{row['units']} | {_number(predicted[row['id']])} | {e:+.1%} | {bound} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(rows: list[Row], predicted: dict[str, float], catalog: Catalog) -> str:
+    """The bounded check rows' errors by category and metric: median and worst |error|, and
+    how many meet the target where one is set."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        if row["split"] == "check" and row["bounded"] == "yes":
+            key = (category(row, catalog), row["kind"])
+            groups.setdefault(key, []).append(abs(error(row, predicted[row["id"]])))
+    lines = [
+        "| check rows | what | rows | median \\|error\\| | worst | within target |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for (what, kind), values in sorted(groups.items()):
+        target = TARGETS.get(kind)
+        within = (
+            f"{sum(v <= target for v in values)} of {len(values)} within {target:.0%}"
+            if target is not None
+            else "—"
+        )
+        lines.append(
+            f"| {what} | {kind} | {len(values)} | {statistics.median(values):.1%} | "
+            f"{max(values):.1%} | {within} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
+    """(plain decoding, speculation) rows of the same deployment, load and figure."""
+    plain = {tuple(r[c] for c in TWIN): r for r in rows if not r.get("draft")}
+    out = []
+    for row in rows:
+        twin = plain.get(tuple(row[c] for c in TWIN))
+        if row.get("draft") and twin is not None:
+            out.append((twin, row))
+    return out
+
+
+def pairs_table(rows: list[Row], predicted: dict[str, float]) -> str:
+    """Speculation over plain decoding, measured and predicted, and whether the prediction
+    goes the measured way (pairs within 5 % of even have no way to go)."""
+    lines = [
+        "| speculative row | what | split | measured ratio | predicted ratio | direction |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    right = counted = 0
+    for off, on in pairs(rows):
+        measured = float(on["measured"]) / float(off["measured"])
+        model = predicted[on["id"]] / predicted[off["id"]]
+        if abs(measured - 1.0) <= DIRECTION_MARGIN:
+            verdict = "even (within 5 %)"
+        else:
+            counted += 1
+            good = math.copysign(1, measured - 1) == math.copysign(1, model - 1)
+            right += good
+            verdict = "right" if good else "wrong"
+        lines.append(
+            f"| {on['id']} | {on['kind']} | {on['split']} | {measured:.2f} | {model:.2f} | "
+            f"{verdict} |"
         )
     lines += [
         "",
-        "| what | bounded rows | mean absolute error | worst |",
-        "| --- | ---: | ---: | ---: |",
+        f"Direction right in {right} of {counted} pairs whose measured ratio is "
+        "more than 5 % from even.",
     ]
-    for kind in KINDS:
-        if kind in errors:
-            values = errors[kind]
-            lines.append(
-                f"| {kind} | {len(values)} | {sum(values) / len(values):.1%} | {max(values):.1%} |"
-            )
     return "\n".join(lines) + "\n"
+
+
+def table(rows: list[Row], predicted: dict[str, float]) -> str:
+    catalog = load_catalog()
+    return "\n".join(
+        (
+            rows_table(rows, predicted),
+            summary_table(rows, predicted, catalog),
+            pairs_table(rows, predicted),
+        )
+    )
 
 
 def write(text: str, doc: Path = DOCS[0]) -> None:

@@ -1,9 +1,12 @@
-"""A head's published acceptance holds for the positions it was measured at: DeepSeek-V3's MTP
-α 0.875 is the acceptance of the second token with one MTP module (K = 1), so positions 2..K
-are not credited and the K search, in `spec` and in sweeps alike, stops at 1."""
+"""A head's published acceptance holds for the positions it was measured at. DeepSeek-R1's MTP
+layer is published per position up to K = 5 (TensorRT-LLM's accept lengths at MTP 1..5), so
+K > 1 is credited as measured and the K search stops at 5; DeepSeek-V3's α 0.875 (K = 1) is
+carried past its first position by the same head's published decay. A head with no profile
+anywhere keeps its α up to its measured K, in `spec` and in sweeps alike."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -22,6 +25,10 @@ from infersize.service.acceptance import pair_acceptance
 # 1.63x at QPS 1 with its k = 1 MTP (https://github.com/vllm-project/vllm/pull/12755).
 DEEPSEEK_SECOND_TOKEN = (0.85, 0.90)
 DEEPSEEK_TPS_RATIO = 1.8
+# NVIDIA/TensorRT-LLM@01c4ece911eb569e72cf4177f83238a0520641c2:docs/source/blogs/tech_blog/
+# blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md,
+# "Autoregressive MTP Layers": DeepSeek-R1's accept lengths at MTP 1..5
+R1_ACCEPT_LENGTHS = (1.92, 2.58, 2.82, 2.99, 3.01)
 SPEC = [
     "spec",
     "--target",
@@ -55,6 +62,7 @@ def test_limited_profile_credits_nothing_past_its_positions(alpha, m, positions)
 def test_rows_carry_the_k_they_were_measured_at(catalog):
     rows = {(r.target_id, r.draft_id): r for r in catalog.published_acceptance if r.draft_id}
     assert rows[("deepseek-v3", "deepseek-v3-mtp")].measured_k == 1
+    assert rows[("deepseek-r1", "deepseek-v3-mtp")].measured_k == 5
     assert rows[("llama-3.1-8b", "eagle3-llama3.1-8b")].measured_k == 7
     dynamic = [r for r in catalog.published_acceptance if r.draft_k.startswith("dynamic")]
     assert dynamic and all(r.measured_k is None for r in dynamic)
@@ -62,13 +70,32 @@ def test_rows_carry_the_k_they_were_measured_at(catalog):
     assert profiled and all(r.measured_k == len(r.per_position) for r in profiled)
 
 
+def test_r1s_profile_is_the_differences_of_its_accept_lengths(catalog):
+    model = catalog.model
+    r1 = pair_acceptance(model("deepseek-r1"), model("deepseek-v3-mtp"), catalog)
+    lengths = (1.0, *R1_ACCEPT_LENGTHS)
+    assert r1.profile == pytest.approx([b - a for a, b in itertools.pairwise(lengths)])
+    assert r1.positions == 5
+
+
+def test_v3s_one_position_is_carried_on_by_the_heads_published_decay(catalog):
+    """r_1 = 0.875 (the report), then r_i = r_(i-1) · c_i with c_i = r_i / r_(i-1) of R1's
+    profile: 0.66 / 0.92, 0.24 / 0.66, 0.17 / 0.24, 0.02 / 0.17."""
+    model = catalog.model
+    v3 = pair_acceptance(model("deepseek-v3"), model("deepseek-v3-mtp"), catalog)
+    r1 = [b - a for a, b in itertools.pairwise((1.0, *R1_ACCEPT_LENGTHS))]
+    expected = [0.875]
+    for before, now in itertools.pairwise(r1):
+        expected.append(expected[-1] * now / before)
+    assert v3.profile == pytest.approx(expected, abs=1e-4)
+    assert (v3.positions, v3.source) == (5, "published")
+
+
 def test_heads_keep_their_measured_k_and_drafts_extrapolate(catalog):
     model = catalog.model
-    mtp = pair_acceptance(model("deepseek-v3"), model("deepseek-v3-mtp"), catalog)
-    assert mtp.positions == 1
-    # a head without its own row takes its method's rows, and their K
+    # a head without its own row takes its method's rows: the mean of their profiles
     glm = pair_acceptance(model("glm-4.5"), model("glm-4.5-mtp"), catalog)
-    assert (glm.source, glm.positions) == ("method", 1)
+    assert (glm.source, glm.positions) == ("method", 5)
     eagle3 = pair_acceptance(model("llama-3.1-8b"), model("eagle3-llama3.1-8b"), catalog)
     assert eagle3.positions == 7
     draft = pair_acceptance(model("vicuna-7b-v1.3"), model("vicuna-68m"), catalog)
@@ -81,22 +108,63 @@ def test_deepseek_v3_mtp_matches_the_published_k1_figure(runner, batch):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["fits"] is True
-    assert data["optimal_k"] == 1
-    assert data["acceptance_positions"] == 1
+    assert data["acceptance_positions"] == 5
     low, high = DEEPSEEK_SECOND_TOKEN
     assert 1 + low <= data["expected_tokens_per_step"] <= 1 + high
-    if batch == 1:  # the report's TPS ratio, within a quarter
-        assert data["speedup_at_optimal_k"] == pytest.approx(DEEPSEEK_TPS_RATIO, rel=0.25)
+    if batch == 1:  # the report's TPS ratio at one MTP module, within a quarter
+        assert data["speedup"] == pytest.approx(DEEPSEEK_TPS_RATIO, rel=0.25)
+
+
+@pytest.mark.parametrize("k", range(1, 6))
+def test_r1s_mean_acceptance_length_is_the_published_one_at_each_k(runner, k):
+    args = [
+        "spec",
+        "--target",
+        "deepseek-r1",
+        "--method",
+        "mtp",
+        "--gpu",
+        "b200",
+        "--tp",
+        "8",
+        "--engine",
+        "trtllm",
+        "--draft-k",
+        str(k),
+        "--json",
+    ]
+    data = json.loads(runner.invoke(app, args).output)
+    assert data["expected_tokens_per_step"] == pytest.approx(R1_ACCEPT_LENGTHS[k - 1])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_mtp_picks_k_above_one_where_the_later_positions_pay(runner, engine):
+    """One request at a time, a second MTP pass (r_2 = 0.66 on R1) costs less than it
+    brings, as TensorRT-LLM measured (250 TPS/user at MTP 2 against 198 at MTP 1)."""
+    args = [
+        "spec",
+        "--target",
+        "deepseek-r1",
+        "--method",
+        "mtp",
+        "--gpu",
+        "b200",
+        "--tp",
+        "8",
+        "--engine",
+        engine,
+        "--json",
+    ]
+    data = json.loads(runner.invoke(app, args).output)
+    assert 2 <= data["optimal_k"] <= 5
 
 
 def test_the_note_says_positions_are_not_extrapolated(runner):
     result = runner.invoke(app, SPEC)
     assert result.exit_code == 0, result.output
-    assert "Optimal K:            1 -> " in result.output
     assert (
-        "note: α 0.875 was measured at K=1: positions past 1 are not credited (no per-position "
-        "acceptance of mtp heads is published to build on), so the K search stops at 1; "
-        "give --acceptance-rates to price more"
+        "note: acceptance published per position up to K=5: positions past 5 are not "
+        "credited, so the K search stops at 5"
     ) in result.output
 
 
@@ -137,16 +205,46 @@ def test_the_sweep_searches_k_as_spec_does(tmp_path, runner):
     out = tmp_path / "out"
     result = runner.invoke(app, ["sweep", "run", str(tmp_path / "s.yaml"), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    rows = [
-        r
-        for r in pq.read_table(out / "best_pairs.parquet").to_pylist()
-        if r["acceptance_scenario"] == 1
-    ]
+    rows = pq.read_table(out / "best_pairs.parquet").to_pylist()
+    # a published profile is one answer, not three scenarios of α
+    assert {r["acceptance_scenario"] for r in rows} == {0}
     assert {r["batch_size"] for r in rows} == {1, 32}
     for row in rows:
-        assert row["optimal_k"] == 1
+        assert 1 <= row["optimal_k"] <= 5
         spec = runner.invoke(
             app, [*SPEC, "--batch-size", str(row["batch_size"]), "--max-k", "8", "--json"]
         )
         data = json.loads(spec.output)
         assert row["speedup"] == pytest.approx(data["speedup_at_optimal_k"], rel=1e-9)
+
+
+def test_capacity_picks_k_above_one_for_one_client(runner):
+    """`capacity --draft-k auto` serves one client with the K the profile pays for, as `spec`
+    does at batch 1."""
+    args = [
+        "capacity",
+        "--target",
+        "deepseek-r1",
+        "--method",
+        "mtp",
+        "--gpu",
+        "b200",
+        "--tp",
+        "8",
+        "--engine",
+        "trtllm",
+        "--input-tokens",
+        "1000",
+        "--output-tokens",
+        "2000",
+        "--concurrency",
+        "1",
+        "--draft-k",
+        "auto",
+        "--requests",
+        "50",
+        "--json",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["speculative"]["draft_k"] >= 2

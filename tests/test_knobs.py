@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from infersize.core.engines import (
-    SAMPLER_BYTES_PER_LOGIT,
-    VLLM_ENTRYPOINTS,
-    EngineSettings,
-    configure_engine,
-    get_engine,
-)
+from infersize.core.engine_constants import SAMPLER_BYTES_PER_LOGIT, VLLM_ENTRYPOINTS
+from infersize.core.engines import EngineSettings, configure_engine, get_engine
 from infersize.core.knobs import ENGINE_KNOBS, Knob, settings_table
 from infersize.errors import UnknownNameError, ValueRangeError
 
@@ -111,8 +106,8 @@ def test_settings_not_given_are_the_declared_defaults_and_unknown_ones_are_refus
 def test_an_owner_outside_the_engines_rules_is_refused_at_registration():
     from infersize.core.knobs import register_knob
 
-    with pytest.raises(ValueError, match="owner must be one of"):
-        register_knob(Knob(name="x", kind=int, help="x", owner="ollama"))
+    with pytest.raises(ValueError, match="owners must be among"):
+        register_knob(Knob(name="x", kind=int, help="x", owners=("ollama",)))
 
 
 # A new setting, registered before anything reads the declarations: TensorRT-LLM's KV cache block
@@ -120,7 +115,7 @@ def test_an_owner_outside_the_engines_rules_is_refused_at_registration():
 NEW_SETTING = """
 from infersize.core.knobs import Knob, register_knob, settings_table
 register_knob(Knob(name="tokens_per_block", kind=int, help="TensorRT-LLM's tokens per KV block.",
-                   owner="trtllm", strict_owner=True, unit="tokens", low=1, high=1024))
+                   owners=("trtllm",), strict_owner=True, unit="tokens", low=1, high=1024))
 import json
 from typer.testing import CliRunner
 from infersize.cli import app

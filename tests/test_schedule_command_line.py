@@ -128,8 +128,8 @@ def test_the_json_keeps_its_keys(runner):
     assert all(list(b) == keys for b in data["buckets"])
     assert [b["draft_k"] for b in data["buckets"]] == [4, 3, 2]
     assert data["config"]["speculative_config"]["draft_len_schedule"] == {
-        "2": 4,
-        "40": 3,
+        "3": 4,
+        "50": 3,
         "2048": 2,
     }
 

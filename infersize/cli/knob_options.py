@@ -29,7 +29,8 @@ def _help(knob: Knob) -> str:
 
 
 def _parameter(knob: Knob) -> inspect.Parameter:
-    option = typer.Option(knob.flag, help=_help(knob), rich_help_panel=PANEL)
+    flag = f"{knob.flag}/--no-{knob.flag[2:]}" if knob.kind is bool else knob.flag
+    option = typer.Option(flag, help=_help(knob), rich_help_panel=PANEL)
     return inspect.Parameter(
         knob.name,
         inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -3,11 +3,12 @@
 The roofline prices a mixture-of-experts step by the experts its tokens select: at batch B with
 k experts per token, at most B·k of a layer's E experts are read. While B·k < E the step reads
 a few experts, and what bounds it then (expert dispatch across TP/EP ranks, the router, kernel
-launches, small grouped GEMMs) is not in the model and no public measurement validates it:
-vLLM's Qwen3-30B-A3B on an A100 at batch 1 decodes at 104 tokens/s (TPOT 9.6 ms,
-https://github.com/tenstorrent/tt-inference-server/issues/340) where the roofline gives 205
-(docs/calibration.md, +97 %), while dense models of the same table sit within 0-47 %. Once
-B·k ≥ E every expert is read each step and the step is the weights' read, as for a dense model.
+launches, small grouped GEMMs) is priced only as a fixed cost per MoE layer, fitted to SGLang's
+runs on 8×B200 (docs/calibration.md): vLLM's Qwen3-30B-A3B on an A100 at batch 1 still decodes
+at 104 tokens/s (TPOT 9.6 ms, https://github.com/tenstorrent/tt-inference-server/issues/340)
+where the model gives 159 (+52 %), and Llama-4 on 8×MI300X misses by up to 47 % at 100
+clients, while dense models of the same tables sit closer. Once B·k ≥ E every expert is read
+each step and the step is the weights' read, as for a dense model.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
     return (
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
-        "launches) is not modelled; a public batch-1 measurement (Qwen3-30B-A3B, vLLM, A100) "
-        "decodes about half as fast as this model says, so treat the speeds as upper bounds"
+        "launches) is priced only as a fixed cost per MoE layer fitted on B200; a public "
+        "batch-1 measurement (Qwen3-30B-A3B, vLLM, A100) decodes a third slower than this "
+        "model says, so treat the speeds as upper bounds"
     )

@@ -82,14 +82,18 @@ def prepare_side(
     tp: int = 1,
     exact: ComponentBytes | None = None,
     weight_only: bool = False,
+    dp_attention: bool = False,
 ) -> Side:
     """`exact`: the whole model's weight bytes read from its files, used instead of the
     format's bits per weight (split over TP ranks like the formula). `weight_only`: the GPU
-    runs `fmt` through dequantising kernels."""
+    runs `fmt` through dequantising kernels. `dp_attention`: attention runs data parallel over
+    the `tp` ranks (attention_data_parallel)."""
     mem.check_tp(model, tp)
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
     kv = mem.kv_layout(model, kv_dtype, tp)
+    if dp_attention and tp > 1:
+        weights, kv = attention_data_parallel(model, counts, fmt, kv_dtype, weights, tp)
     on_gpu = model.speculator != "ngram"  # n-gram lookup keeps no logits or activations
     numbers = SideNumbers(
         weights_bytes=weights.total,
@@ -116,6 +120,32 @@ def prepare_side(
         numbers=numbers,
         weights_from_files=exact is not None,
     )
+
+
+def attention_data_parallel(
+    model: Model,
+    counts: ParamCounts,
+    fmt: WeightFormat,
+    kv_dtype: KvDtype,
+    weights: ComponentBytes,
+    tp: int,
+) -> tuple[ComponentBytes, mem.KvLayout]:
+    """Attention data parallel over the `tp` ranks (SGLang's --enable-dp-attention,
+    TensorRT-LLM's enable_attention_dp, vLLM's data-parallel attention): each rank holds the
+    attention weights whole, instead of a 1/tp share, and attends for its own 1/tp of the
+    sequences, whose KV it alone holds: per token of the replica's batch a rank holds 1/tp of
+    an unsplit layout (MLA's latent is no longer copied on every rank)."""
+    extra = counts.attention * fmt.linear_bits_per_weight / 8 * (1.0 - 1.0 / tp)
+    whole = dataclasses.replace(weights, linear=int(weights.linear + extra))
+    one = mem.kv_layout(model, kv_dtype, 1)
+    kv = mem.KvLayout(
+        full_bytes_per_token=one.full_bytes_per_token / tp,
+        window_bytes_per_token=one.window_bytes_per_token / tp,
+        window_tokens=one.window_tokens,
+        layer_bytes_per_token=one.layer_bytes_per_token / tp,
+        state_bytes_per_sequence=one.state_bytes_per_sequence / tp,
+    )
+    return whole, kv
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,19 +1,14 @@
 """Engine presets: the memory rules and the constants that differ between serving engines.
 
-`plain` sums the parts against the device memory. `vllm` follows vLLM V1's pool rules as of
-release 0.33.0 (core/vllm_pool.py); `vllm-0.15` the rules of the V1 releases 0.11 to 0.17, which
-did not subtract CUDA graphs before sizing the pool and logged the pool's tokens without
-crediting sliding windows. Their pool constants are fitted to public vLLM start-up logs.
-`sglang` sizes SGLang's pools as release 0.5.6 does, `sglang-0.4` as the 0.4.x releases did
-(core/sglang_pool.py); `trtllm` the KV cache of TensorRT-LLM's PyTorch backend
+`plain` sums the parts against the device memory; `vllm` follows vLLM V1's pool rules as of
+0.33.0, `vllm-0.15` those of 0.11-0.17 (core/vllm_pool.py); `sglang` and `sglang-0.4` size
+SGLang's pools (core/sglang_pool.py), `trtllm` TensorRT-LLM's PyTorch backend's KV cache
 (core/trtllm_pool.py). Each preset's `memory_rule` names the rule core/fit.py applies.
-
-Every fitted constant comes from benchmarks/fit_engine_constants.py, which minimises the worst
-error relative to its bound over the `fit` rows of tests/data/measurements.csv (each row
-quoted with its source; the `check` rows are never fitted to, and docs/calibration.md gives the
-errors on both): `plain` holds the set shared by the CUDA-graph engines (fitted to gpt-fast and
-LMDeploy; checked on SGLang, NIM, TensorRT-LLM, AutoAWQ); the vLLM presets their own; llama.cpp
-a third, whose kernels are launched per layer.
+Decode and pool constants come from benchmarks/fit_engine_constants.py (the worst error relative
+to its bound over the `fit` rows of tests/data/measurements.csv), the serving constants of the
+CUDA-graph engines from benchmarks/fit_serving_constants.py (tests/data/serving_measurements.csv);
+`check` rows are never fitted to, and docs/calibration.md gives the errors on both. `plain` holds
+the set shared by the CUDA-graph engines, the vLLM presets their own, llama.cpp a third.
 """
 
 from __future__ import annotations
@@ -22,51 +17,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from infersize.core.engine_constants import (
+    MIB,
+    REJECTION_SAMPLER_BYTES_PER_LOGIT,
+    VLLM_STEP_OVERHEAD_S,
+)
 from infersize.core.knobs import ENGINE_KNOBS
 from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
-
-MIB = 2**20
-# vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
-# blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
-VLLM_STEP_OVERHEAD_S = 8.0e-4
-# Any speculative method (draft model, EAGLE, EAGLE-3, MTP, n-gram, Medusa) adds the rejection
-# sampler's dry run to V1's profiling pass: gpu_model_runner._dummy_sampler_run, `if
-# self.speculative_config:`, draws bf16 logits for num_reqs drafts + num_reqs bonus tokens and
-# runs RejectionSampler.forward on them (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
-# vllm/v1/worker/gpu_model_runner.py lines 4606-4629; the same at
-# vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d: lines 6291-6321). Since
-# https://github.com/vllm-project/vllm/pull/26060 (merged 2025-10-22)
-# RejectionSampler.forward keeps, beside those logits, a copy of the bonus rows, their raw fp32
-# logits, the targets' fp32 logits and a clone of them through top-k/top-p, softmax and the
-# recovered-token noise (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a).
-# Re-stated tensor by tensor,
-# its peak exceeds the plain sampler's by 12 bytes per row and vocabulary entry of the target,
-# with a sort-based top-k/top-p or an in-place one alike. Read from the source, not fitted. It
-# counts only where the sampler phase is the profile's largest.
-REJECTION_SAMPLER_BYTES_PER_LOGIT = 12.0
-# vLLM's entry points (vllm/usage/usage_lib.py UsageContext): `vllm serve` is OPENAI_API_SERVER,
-# `LLM(...)` in Python is LLM_CLASS; EngineArgs.get_batch_defaults sizes the profiling pass by it
-VLLM_ENTRYPOINTS: dict[str, str] = {"serve": "`vllm serve`", "offline": "LLM(...)"}
-
-
-# Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
-# the peak of vLLM's profiling sampler run (gpu_model_runner._dummy_sampler_run), by sampler
-# (ops/topk_topp_sampler.py), from start-up logs that print the profiling peak:
-SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
-    # Triton top-k/top-p (apply_top_k_top_p_triton): the default from 0.17 on. Logs q1-q4 (their
-    # sum with the CUDA graph estimate; the split between the two is not identified).
-    "triton": 12.0,
-    # PyTorch sort-based top-k/top-p (apply_top_k_top_p): the default from 0.11 to 0.16 and on
-    # ROCm; sorted logits, int64 indices, probabilities and masks. A vLLM 0.10.2 log of
-    # Qwen3-235B-A22B FP8 at TP 8 on L40S printed a 1.4 GiB peak for 256 rows of 151,936 logits
-    # (its public source is to be found again: the row left tests/data/measurements.csv).
-    "pytorch": 38.6,
-    # FlashInfer's fused kernels (VLLM_USE_FLASHINFER_SAMPLER=1; on by default in 0.9-0.10 where
-    # FlashInfer is installed). https://github.com/vllm-project/vllm/issues/21524 prints 2.4 GiB
-    # for 1024 rows of 151,936.
-    "flashinfer": 16.6,
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +43,23 @@ class Engine:
     # is fitted on cannot see it): per forward pass, and per layer per pass
     step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
+    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs) and MLA layer
+    moe_layer_overhead_s: float = 0.0
+    mla_layer_overhead_s: float = 0.0
+    # a pass outside CUDA graphs (prefills: eager_prefill; decodes above the limit), a layer:
+    eager_layer_overhead_s: float = 0.0
+    eager_moe_layer_overhead_s: float = 0.0  # and this much more a MoE layer, an MLA layer
+    eager_mla_layer_overhead_s: float = 0.0
+    eager_prefill: bool = False
+    cuda_graph_max_bs: int | None = None  # None: every decode batch runs in a graph
+    # the compute share: mfu (mfu_fp8, mfu_fp4 for narrower inputs; None: the wider one's),
+    # times T / (T + mfu_half_tokens) for a pass of T tokens (0: flat; latency.py)
+    mfu_half_tokens: float = 0.0
+    mfu_fp8: float | None = None
+    mfu_fp4: float | None = None
+    # routed experts over `ep` groups of ranks (1: split over all); attention data parallel
+    ep: int = 1
+    dp_attention: bool = False
     allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
     memory_rule: str = "sum"  # sum | vllm | sglang | trtllm: how core/fit.py sizes memory
@@ -116,6 +91,10 @@ class Engine:
     max_running_requests: int | None = None  # None: from the pool (48 when speculating)
     speculative_headroom: bool = False  # 0.4.3.post3-0.5.6: pools grow by R·d·k + R·n + 100
     schedule_policy: str = "fcfs"  # waiting requests in arrival order (SGLang, TensorRT-LLM)
+    mixed_prefill: bool = True  # prompts' chunks beside the decodes (False: steps of their own)
+    # admit a request when its first chunk fits ("first-chunk": a full pool preempts), or when
+    # its whole answer fits beside the running requests' ("whole-request": never preempts)
+    admission: str = "first-chunk"
     # TensorRT-LLM's PyTorch backend (core/trtllm_pool.py)
     free_gpu_memory_fraction: float = 0.9  # KvCacheConfig.free_gpu_memory_fraction
     max_num_tokens: int | None = None  # None: 8192 (BuildConfig)
@@ -124,6 +103,18 @@ class Engine:
     drafts_trees: bool = False  # takes a draft tree (top-k > 1): SGLang, TensorRT-LLM
 
 
+# SGLang and TensorRT-LLM keep `plain`'s bandwidth share and launch floor (checked on their
+# decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
+# of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
+SERVING: dict[str, Any] = {
+    "moe_layer_overhead_s": 3e-5,
+    "mla_layer_overhead_s": 4.5e-5,
+    "eager_layer_overhead_s": 3.5e-4,
+    "eager_moe_layer_overhead_s": 5e-4,
+    "eager_mla_layer_overhead_s": 1e-3,
+    "mfu_fp8": 0.65,
+    "mfu_fp4": 0.4,
+}
 VLLM_V1 = Engine(
     name="vllm",
     description="vLLM V1 (rules of release 0.33.0): pre-grabs gpu_memory_utilization of the "
@@ -160,6 +151,9 @@ VLLM_V1 = Engine(
     # docs/calibration.md checks it on batch-1 speedups of a separate draft
     draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
     rejection_sampler_bytes_per_logit=REJECTION_SAMPLER_BYTES_PER_LOGIT,
+    # the same MoE and MLA kernels as SGLang's: their layer costs, held (not fitted on vLLM)
+    moe_layer_overhead_s=SERVING["moe_layer_overhead_s"],
+    mla_layer_overhead_s=SERVING["mla_layer_overhead_s"],
 )
 VLLM_V1_EARLY = replace(
     VLLM_V1,
@@ -175,8 +169,6 @@ VLLM_V1_EARLY = replace(
     steps_in_flight=1.0,
 )
 
-# SGLang and TensorRT-LLM keep the default latency constants: `plain`'s, the set of the
-# CUDA-graph engines, checked on SGLang's and TensorRT-LLM's decode rows (docs/calibration.md)
 SGLANG = Engine(
     name="sglang",
     description="SGLang (rules of release 0.5.6): mem_fraction_static of the free memory holds "
@@ -197,7 +189,13 @@ SGLANG = Engine(
     mem_fraction_rule="reserve",
     speculative_headroom=True,
     drafts_trees=True,
+    # get_new_batch_prefill runs prompts in a batch of their own, the decodes waiting, unless
+    # is_mixed_chunk (sgl-project/sglang@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79:
+    # python/sglang/srt/managers/scheduler.py); graphs capture decode batches only
+    mixed_prefill=False,
+    eager_prefill=True,
 )
+SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(
     SGLANG,
     name="sglang-0.4",
@@ -219,7 +217,13 @@ TRTLLM = Engine(
     memory_rule="trtllm",
     release="1.0",  # KvCacheCreator's budget by memory; the same formula since 0.19
     drafts_trees=True,
+    # SchedulerConfig's default GUARANTEED_NO_EVICT schedules a request when its whole answer's
+    # blocks are free, never evicting (NVIDIA/TensorRT-LLM@fcd3f31682808ae56118ae43c1d7864a3a945e6f:
+    # tensorrt_llm/llmapi/llm_args.py); graphs capture generation-only batches
+    admission="whole-request",
+    eager_prefill=True,
 )
+TRTLLM = replace(TRTLLM, **SERVING)
 
 ENGINES: dict[str, Engine] = {
     "plain": Engine(
@@ -301,10 +305,10 @@ def configure_engine(settings: EngineSettings) -> Engine:
         value = settings.get(knob.name)
         if value is None:
             continue
-        if knob.name in given and knob.strict_owner and engine.memory_rule != knob.owner:
+        if knob.name in given and knob.strict_owner and not knob.applies_to(engine.memory_rule):
             raise ValueRangeError(
                 knob.name,
-                f"is a setting of {knob.owner}: it does not apply to engine {engine.name}",
+                f"is a setting of {knob.owner_text}: it does not apply to engine {engine.name}",
             )
         knob.check(value)
         changes[knob.engine_field] = value

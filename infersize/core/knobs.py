@@ -20,6 +20,7 @@ from infersize.errors import UnknownNameError
 
 MAX_STEP_TOKENS = 1 << 24  # far past any engine's step budget or running-sequence limit
 MAX_OVERHEAD_GIB = 1024.0  # more than any one GPU holds
+MAX_EP = 1024  # expert-parallel groups: more than any deployment has GPUs
 OWNERS = ("all", "vllm", "sglang", "trtllm")  # vllm: every vLLM preset (its memory rule)
 
 
@@ -29,7 +30,7 @@ class Knob(Bound):
     docs say of it."""
 
     help: str = ""
-    owner: str = "all"  # the memory rule whose engines read it (OWNERS)
+    owners: tuple[str, ...] = ("all",)  # the memory rules whose engines read it (OWNERS)
     strict_owner: bool = False  # refused for another engine (else ignored there)
     choices: tuple[str, ...] = ()
     default: Any = None  # None: the engine preset's
@@ -38,6 +39,15 @@ class Knob(Bound):
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def owner_text(self) -> str:
+        """The engines that read it, as messages and the docs name them."""
+        return "every engine" if "all" in self.owners else ", ".join(self.owners)
+
+    def applies_to(self, memory_rule: str) -> bool:
+        """Whether an engine of this memory rule reads the setting."""
+        return "all" in self.owners or memory_rule in self.owners
 
     @property
     def engine_field(self) -> str:
@@ -61,21 +71,22 @@ ENGINE_KNOBS: dict[str, Knob] = {}
 
 
 def register_knob(knob: Knob) -> Knob:
-    if knob.owner not in OWNERS:
-        raise ValueError(f"knob {knob.name}: owner must be one of {', '.join(OWNERS)}")
+    if not set(knob.owners) <= set(OWNERS):
+        raise ValueError(f"knob {knob.name}: owners must be among {', '.join(OWNERS)}")
     ENGINE_KNOBS[knob.name] = knob
     return knob
 
 
-def _count(name: str, help: str, owner: str, unit: str) -> Knob:
-    """A count of tokens or sequences, 1 .. MAX_STEP_TOKENS; an engine's own (not vLLM's) is
-    refused for another engine."""
-    strict = owner in ("sglang", "trtllm")
+def _count(name: str, help: str, owner: str | tuple[str, ...], unit: str) -> Knob:
+    """A count of tokens or sequences, 1 .. MAX_STEP_TOKENS; a setting of SGLang's or
+    TensorRT-LLM's (not vLLM's) is refused for another engine."""
+    owners = (owner,) if isinstance(owner, str) else owner
+    strict = "vllm" not in owners
     return Knob(
         name=name,
         kind=int,
         help=help,
-        owner=owner,
+        owners=owners,
         strict_owner=strict,
         unit=unit,
         low=1,
@@ -90,7 +101,7 @@ def _share(name: str, help: str, owner: str, field: str | None = None) -> Knob:
         name=name,
         kind=float,
         help=help,
-        owner=owner,
+        owners=(owner,),
         strict_owner=strict,
         low=0.0,
         high=1.0,
@@ -132,7 +143,7 @@ for _knob in (
         help="vLLM's top-k/top-p sampler, whose profiling run can set the activation peak: "
         "triton (default from vLLM 0.17), pytorch (0.11-0.16, ROCm), flashinfer "
         "(VLLM_USE_FLASHINFER_SAMPLER=1).",
-        owner="vllm",
+        owners=("vllm",),
         choices=("triton", "pytorch", "flashinfer"),
         field="sampler",
     ),
@@ -142,7 +153,7 @@ for _knob in (
         help="How vLLM is started, whose defaults for max_num_batched_tokens and max_num_seqs "
         "size its profiling pass and its batches: serve (`vllm serve`) or offline (LLM(...) in "
         "Python: twice the tokens).",
-        owner="vllm",
+        owners=("vllm",),
         choices=("serve", "offline"),
         default=DEFAULTS.vllm_entrypoint,
         field="entrypoint",
@@ -183,6 +194,42 @@ for _knob in (
         "trtllm",
         "sequences",
     ),
+    Knob(
+        name="enable_mixed_chunk",
+        kind=bool,
+        help="SGLang: run prompts' chunks beside the decodes in one step (default off: prompts "
+        "run in steps of their own while the decodes wait).",
+        owners=("sglang",),
+        strict_owner=True,
+        field="mixed_prefill",
+    ),
+    _count(
+        "cuda_graph_max_bs",
+        "SGLang's and TensorRT-LLM's largest decode batch captured in a CUDA graph; larger "
+        "batches launch their kernels from the host (default: every batch graphed).",
+        ("sglang", "trtllm"),
+        "sequences",
+    ),
+    Knob(
+        name="ep",
+        kind=int,
+        help="Expert parallel: a MoE target's routed experts split over this many groups of its "
+        "TP ranks, whole experts each; the step waits for the group whose tokens touch the most "
+        "(default 1: every expert split over all ranks).",
+        owners=("vllm", "sglang", "trtllm"),
+        strict_owner=True,
+        unit="groups",
+        low=1,
+        high=MAX_EP,
+    ),
+    Knob(
+        name="dp_attention",
+        kind=bool,
+        help="Attention data parallel over the TP ranks: each rank holds the attention weights "
+        "whole and the KV of its own share of the sequences.",
+        owners=("vllm", "sglang", "trtllm"),
+        strict_owner=True,
+    ),
 ):
     register_knob(_knob)
 
@@ -196,10 +243,9 @@ def settings_table() -> str:
     ]
     for knob in ENGINE_KNOBS.values():
         default = "the engine's" if knob.default is None else f"`{knob.default}`"
-        owner = "every engine" if knob.owner == "all" else knob.owner
         lines.append(
             f"| `{knob.flag}` | `{knob.name}` | {knob.kind.__name__} | {knob.range_text()} | "
-            f"{knob.unit} | {default} | {owner} | {knob.help} |"
+            f"{knob.unit} | {default} | {knob.owner_text} | {knob.help} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -209,7 +255,7 @@ if __name__ == "__main__":
         "# Engine settings\n\nEvery engine setting `spec`, `capacity`, `schedule`, `plot batch` "
         "and sweep files take, generated from their one declaration (`infersize/core/knobs.py`; "
         "regenerate with `python -m infersize.core.knobs > docs/settings.md`). A setting of "
-        "SGLang or TensorRT-LLM given with another engine is an error; vLLM's are ignored by "
-        "the engines that do not read them.\n"
+        "SGLang or TensorRT-LLM (or of the serving engines alone) given with another engine is an "
+        "error; vLLM's are ignored by the engines that do not read them.\n"
     )
     print(settings_table(), end="")

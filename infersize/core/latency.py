@@ -36,6 +36,7 @@ PCIE4_X16_GB_PER_S = 64.0
 # 1.55x of 1.64x at batch 128). Memory-bound decode streams the packed bytes at full speed
 # ("essentially ideal speedups ... up to batchsizes around 16-32").
 WEIGHT_ONLY_COMPUTE_EFFICIENCY = 0.945
+COMPUTE_BITS = {"fp8": 8.0, "int8": 8.0, "fp4": 4.0}  # by compute dtype; the rest 16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +56,9 @@ class StepCost:
     bandwidth_bytes_per_s: Num
     peak_flops: Num
     link_bytes_per_s: Num  # one direction, per GPU
+    moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
+    mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
+    compute_bits: Num = 16.0  # the matmuls' input width: 16, 8 (FP8, INT8) or 4 (FP4)
 
 
 def _attention_flops_per_context(model: Model) -> float:
@@ -105,6 +109,9 @@ def step_cost(
     # marketed figures are bidirectional; without one, PCIe Gen4 x16 (64 GB/s both ways)
     link = (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
     return StepCost(
+        compute_bits=16.0 if weight_only else COMPUTE_BITS.get(fmt.compute_dtype, 16.0),
+        moe_layers=moe_layer_count(model),
+        mla_layers=model.num_hidden_layers if model.mla is not None else 0,
         dense_bytes=read - expert_bytes,
         expert_bytes=expert_bytes,
         experts=moe.num_experts if moe else 1,
@@ -123,14 +130,25 @@ def step_cost(
     )
 
 
+def moe_layer_count(model: Model) -> int:
+    """The layers whose MLP routes to experts: every layer after the first k dense ones, or
+    every step-th (Llama-4), as core/params.py counts their parameters."""
+    moe = model.moe
+    if moe is None:
+        return 0
+    return (model.num_hidden_layers - moe.first_k_dense_replace) // moe.layer_step
+
+
 @dataclass(frozen=True)
 class PassLoad:
     """What one forward pass of one model computes: its new tokens (every sequence's), the KV
-    cache bytes its attention reads, and Σ over its new tokens of the tokens each attends to."""
+    cache bytes its attention reads, and Σ over its new tokens of the tokens each attends to;
+    `eager` 1 where the pass runs outside CUDA graphs (Engine.eager_layer_overhead_s)."""
 
     tokens: Num
     kv_bytes: Num
     attended: Num
+    eager: Num = 0.0
 
 
 def uniform_load(
@@ -145,11 +163,52 @@ def uniform_load(
     )
 
 
-def experts_read(experts_per_tok: ArrayLike, experts: ArrayLike, tokens: ArrayLike) -> FloatArray:
+def experts_read(
+    experts_per_tok: ArrayLike, experts: ArrayLike, tokens: ArrayLike, ep: int = 1
+) -> FloatArray:
     """The expected share of a MoE layer's E experts that `tokens` tokens, each routed to k of
-    them, read: 1 - (1 - k/E)^tokens (every one, 1, for a dense model: k = E = 1)."""
+    them, read: 1 - (1 - k/E)^tokens (every one, 1, for a dense model: k = E = 1). Split over
+    `ep` expert-parallel groups of E/ep whole experts, the step waits for the group that reads
+    the most: the expected largest of ep counts of touched experts, each binomial over its E/ep
+    experts at that share (experts touched independently), over E/ep (busiest_share)."""
     share = floats(experts_per_tok) / floats(experts)
-    return floats(1.0 - (1.0 - share) ** floats(tokens))
+    touched = floats(1.0 - (1.0 - share) ** floats(tokens))
+    if ep <= 1:
+        return touched
+    return busiest_share(touched, np.maximum(floats(experts) // ep, 1.0), ep)
+
+
+def busiest_share(p: FloatArray, n: FloatArray, groups: int) -> FloatArray:
+    """E[max of `groups` Binomial(n, p)] / n: Σ_m P(max > m) = Σ_m (1 − F(m)^groups), F the
+    binomial CDF, its terms summed from F(0) = (1 − p)^n by pmf(m+1) = pmf(m) · (n−m)/(m+1) ·
+    p/(1−p) (p = 1: every expert)."""
+    p, n = np.broadcast_arrays(floats(p), floats(n))
+    q = np.clip(1.0 - p, 1e-300, 1.0)
+    pmf = q**n
+    cdf = pmf.copy()
+    expected = np.zeros_like(p)
+    ratio = np.clip(p, 0.0, 1.0) / q
+    for m in range(int(n.max())):
+        expected += np.where(m < n, 1.0 - cdf**groups, 0.0)
+        pmf = pmf * np.maximum(n - m, 0.0) / (m + 1.0) * ratio
+        cdf = np.minimum(cdf + pmf, 1.0)
+    return floats(np.where(p >= 1.0, 1.0, np.minimum(expected / n, 1.0)))
+
+
+def compute_efficiency(engine: Engine, tokens: ArrayLike, bits: ArrayLike = 16.0) -> FloatArray:
+    """The share of the tensor peak a pass of `tokens` new tokens reaches with `bits`-wide
+    inputs: the engine's mfu (mfu_fp8, mfu_fp4 for the narrower units, where set), or, where it
+    sets mfu_half_tokens, that · T / (T + T_half): a GEMM of few rows leaves most of the tensor
+    cores idle and approaches its peak share as rows grow (a saturation curve fitted to
+    throughput rows, benchmarks/fit_serving_constants.py)."""
+    t, b = floats(tokens), floats(bits)
+    fp8 = engine.mfu if engine.mfu_fp8 is None else engine.mfu_fp8
+    fp4 = fp8 if engine.mfu_fp4 is None else engine.mfu_fp4
+    peak = np.where(b <= 4.0, fp4, np.where(b <= 8.0, fp8, engine.mfu))
+    if engine.mfu_half_tokens <= 0:
+        return floats(np.broadcast_to(peak, np.broadcast_shapes(t.shape, b.shape)))
+    rows = np.maximum(t, 1.0)
+    return floats(peak * rows / (rows + engine.mfu_half_tokens))
 
 
 def pass_seconds(
@@ -159,18 +218,29 @@ def pass_seconds(
     drafter's pass pays the engine's per-draft-forward cost in place of its step cost."""
     tokens = floats(load.tokens)
     weight_bytes = cost.dense_bytes + cost.expert_bytes * experts_read(
-        cost.experts_per_tok, cost.experts, tokens
+        cost.experts_per_tok, cost.experts, tokens, engine.ep
     )
     flops = tokens * cost.flops_per_token + cost.attn_flops_per_token_ctx * floats(load.attended)
     kv_mbu = engine.kv_mbu or engine.mbu
     t_memory = (
         weight_bytes / engine.mbu + floats(load.kv_bytes) / kv_mbu
     ) / cost.bandwidth_bytes_per_s
-    t_compute = flops / (cost.peak_flops * engine.mfu)
+    t_compute = flops / (cost.peak_flops * compute_efficiency(engine, tokens, cost.compute_bits))
     fixed = engine.step_overhead_s
     if drafter and engine.draft_forward_overhead_s is not None:
         fixed = engine.draft_forward_overhead_s
-    t_fixed = fixed + cost.layers * engine.layer_overhead_s
+    eager = (
+        cost.layers * engine.eager_layer_overhead_s
+        + cost.moe_layers * engine.eager_moe_layer_overhead_s
+        + cost.mla_layers * engine.eager_mla_layer_overhead_s
+    )
+    t_fixed = (
+        fixed
+        + cost.layers * engine.layer_overhead_s
+        + floats(load.eager) * eager
+        + cost.moe_layers * engine.moe_layer_overhead_s
+        + cost.mla_layers * engine.mla_layer_overhead_s
+    )
     tp = floats(cost.tp)
     message = tokens * cost.hidden * ACTIVATION_BYTES
     ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1

@@ -29,7 +29,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray, Num, floats
-from infersize.core.engines import SAMPLER_BYTES_PER_LOGIT, Engine
+from infersize.core.engine_constants import SAMPLER_BYTES_PER_LOGIT
+from infersize.core.engines import Engine
 from infersize.core.memory import ACTIVATION_BYTES, GIB, KvLayout
 
 BLOCK_TOKENS = 16  # CacheConfig.DEFAULT_BLOCK_SIZE

@@ -13,6 +13,7 @@ from infersize.catalog.store import Catalog
 from infersize.core.acceptance import prior_alpha
 from infersize.core.methods import method_of
 from infersize.core.params import param_counts
+from infersize.core.profile import conditional_rates
 from infersize.errors import InfersizeError
 from infersize.service.resolve import Deployment
 
@@ -27,6 +28,9 @@ class PairAcceptance:
     # a head's figures hold up to the K they were measured at (core/profile.py
     # limit_positions); None: extrapolated as Leviathan's i.i.d. α
     positions: int | None = None
+    # r_1 .. r_positions where a head's acceptance is published per position (head_profile):
+    # priced as measured, position by position, instead of α^i
+    profile: tuple[float, ...] | None = None
 
     @property
     def scenarios(self) -> tuple[float, float, float]:
@@ -51,17 +55,36 @@ def _sources(rows: list[PublishedAcceptance]) -> str:
 
 
 def _from_rows(
-    rows: list[PublishedAcceptance], draft: Model, detail: str, source: str
+    rows: list[PublishedAcceptance],
+    draft: Model,
+    detail: str,
+    source: str,
+    published: list[PublishedAcceptance] | None = None,
 ) -> PairAcceptance:
-    """The rows' mean α, with their lowest and highest as the low and high scenarios."""
+    """The rows' mean α, with their lowest and highest as the low and high scenarios; given
+    the `published` rows to look for profiles in, a head's rows with a per-position profile
+    give it (head_profile), its α the mean of theirs."""
     alphas = [r.alpha for r in rows]
+    profile = None if published is None else head_profile(draft, rows, published)
+    if profile is not None:
+        shown = ", ".join(f"{r:.3g}" for r in profile)
+        detail = f"{detail}; per position r_1..r_{len(profile)} = {shown}"
+        carried = sorted({r.target for r in rows if not r.per_position})
+        if carried:
+            detail += (
+                f" (past the K measured on {', '.join(carried)}: the head's published "
+                "per-position decay on another target)"
+            )
+    else:
+        detail = f"{detail}; lowest {min(alphas):g}, highest {max(alphas):g}"
     return PairAcceptance(
         low=min(alphas),
         expected=round(sum(alphas) / len(alphas), 4),
         high=max(alphas),
         source=source,
         detail=f"{detail}; lowest {min(alphas):g}, highest {max(alphas):g}",
-        positions=head_positions(draft, rows),
+        positions=head_positions(draft, rows) if profile is None else len(profile),
+        profile=profile,
     )
 
 
@@ -79,7 +102,7 @@ def pair_acceptance(
     if rows:
         rows, on = _of_kind(rows, kind)
         detail = f"the mean of {len(rows)} published figure(s) for this pair{on} ({_sources(rows)})"
-        return _from_rows(rows, draft, detail, "published")
+        return _from_rows(rows, draft, detail, "published", catalog.published_acceptance)
     if draft.is_speculator_head:
         return _method_acceptance(target, draft, catalog, kind)
     prior = catalog.prior
@@ -146,7 +169,7 @@ def _method_acceptance(
         f"the mean of {len(rows)} published {method} figure(s) for other heads or targets{on} "
         f"(none for {draft.id} on {target.id})"
     )
-    return _from_rows(rows, draft, detail, "method")
+    return _from_rows(rows, draft, detail, "method", catalog.published_acceptance)
 
 
 def head_positions(draft: Model, rows: list[PublishedAcceptance]) -> int | None:
@@ -161,6 +184,62 @@ def head_positions(draft: Model, rows: list[PublishedAcceptance]) -> int | None:
     if not measured or any(k is None for k in measured):
         return None
     return max(k for k in measured if k is not None)
+
+
+def _row_profile(
+    row: PublishedAcceptance, published: list[PublishedAcceptance]
+) -> list[float] | None:
+    """A head row's acceptance per position: its published profile; else, measured at K = m,
+    α^i up to m carried on by the conditional acceptance of the same head's published profile
+    on another target, past m to that profile's end (the head's own measured decay, where one
+    is published); None where neither is."""
+    if row.per_position:
+        return list(row.per_position)
+    m = row.measured_k
+    longer = [
+        p.per_position
+        for p in published
+        if p.draft_id is not None
+        and p.draft_id == row.draft_id
+        and m is not None
+        and len(p.per_position) > m
+        and p.use_for_fit
+    ]
+    if m is None or not longer:
+        return None
+    reference = max(longer, key=len)  # ties: the first listed
+    rates = [row.alpha**i for i in range(1, m + 1)]
+    for c in conditional_rates(reference)[m:]:
+        rates.append(rates[-1] * float(c))
+    return rates
+
+
+def head_profile(
+    draft: Model, rows: list[PublishedAcceptance], published: list[PublishedAcceptance]
+) -> tuple[float, ...] | None:
+    """A head's acceptance per position where any of its rows is published per position (or
+    carried on by its head's published profile, `_row_profile`): the rows' mean at each
+    position, a row counting nothing past the positions it speaks for (a row of α measured at
+    K = m as α^i up to m). None where no row has a profile: α alone, as before. Draft models
+    keep Leviathan's i.i.d. α (None)."""
+    if not draft.is_speculator_head:
+        return None
+    profiles = [_row_profile(r, published) for r in rows]
+    if all(p is None for p in profiles):
+        return None
+    filled = []
+    for row, profile in zip(rows, profiles, strict=True):
+        if profile is None:
+            m = row.measured_k
+            if m is None:
+                return None  # a row of unknown K: no profile can say how far it holds
+            profile = [row.alpha**i for i in range(1, m + 1)]
+        filled.append(profile)
+    length = max(len(p) for p in filled)
+    return tuple(
+        round(sum(p[i] if i < len(p) else 0.0 for p in filled) / len(filled), 4)
+        for i in range(length)
+    )
 
 
 def resolve_alpha(

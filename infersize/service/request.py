@@ -171,23 +171,44 @@ def default_speedup_model(latency_ratio: float | None) -> str:
     return DEFAULTS.speedup_model
 
 
+def _same_length_alpha(rates: FloatArray, draft_k: int) -> float:
+    """The i.i.d. α whose chain at `draft_k` accepts as many tokens a step as `rates`."""
+    k = min(draft_k, rates.shape[-1])
+    return float(alpha_for_expected_tokens(expected_tokens_profile(rates, [k])[0], k))
+
+
 def _profile(
-    req: SpecRequest, model: SpeedupModel, alpha: float
-) -> tuple[FloatArray | None, float]:
-    """The per-position rates extended to max_k, and the i.i.d. α with the same mean
-    acceptance length at the K asked (None and α unchanged without a profile)."""
-    if req.acceptance_rates is None:
-        return None, alpha
-    if not model.reads_expected_tokens:
-        raise ValueRangeError(
-            "acceptance_rates",
-            f"cannot be used with speedup model {model.name}, which takes one α "
-            "({acceptance_rate})",
+    given: tuple[float, ...] | None,
+    req: SpecRequest,
+    model: SpeedupModel,
+    alpha: float,
+    positions: int | None,
+    published: bool = False,
+) -> tuple[FloatArray | None, float, int | None]:
+    """The rates r_1..r_max_k the request is priced at, the i.i.d. α with the same mean
+    acceptance length at the K asked, and the positions past which nothing is credited:
+    a profile (given or published) extended past its end, or α^i; either cut at `positions`
+    (limit_positions), which is None where nothing is cut (every position within max_k, or a
+    speedup model that takes one α). A published profile under such a model is priced at its
+    same-length α alone; a given one is refused."""
+    rates = None if given is None else extend_profile(given, req.max_k)
+    if rates is not None and not model.reads_expected_tokens:
+        if not published:
+            raise ValueRangeError(
+                "acceptance_rates",
+                f"cannot be used with speedup model {model.name}, which takes one α "
+                "({acceptance_rate})",
+            )
+        return None, _same_length_alpha(rates, req.draft_k), None
+    if positions is not None and positions < req.max_k and model.reads_expected_tokens:
+        rates = limit_positions(
+            iid_profile(alpha, req.max_k) if rates is None else rates, positions
         )
-    rates = extend_profile(req.acceptance_rates, req.max_k)
-    e_at_k = expected_tokens_profile(rates, [req.draft_k])[0]
-    same_length = alpha_for_expected_tokens(e_at_k, req.draft_k)
-    return rates, float(same_length)
+    else:
+        positions = None
+    if given is not None and rates is not None:
+        alpha = _same_length_alpha(rates, req.draft_k)
+    return rates, alpha, positions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,6 +225,8 @@ class Prepared:
     rates: FloatArray | None  # the per-position profile extended to max_k
     tree: Tree = CHAIN
     positions: int | None = None  # positions past it are not credited (limit_positions)
+    # r_1, r_2, … as given or published for the pair (before extending); None: α alone
+    profile: tuple[float, ...] | None = None
 
     @property
     def ks(self) -> np.ndarray:
@@ -265,13 +288,12 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
         if req.acceptance_rates is None
         else (0.0, None)
     )
-    rates, alpha = _profile(req, model, alpha)
-    positions = req.acceptance_positions if acceptance is None else acceptance.positions
-    limited = rates is None and positions is not None and positions < req.max_k
-    if positions is not None and limited and model.reads_expected_tokens:  # not α-only models
-        rates = limit_positions(iid_profile(alpha, req.max_k), positions)
-    else:
-        positions = None  # a profile says its own positions
+    given, positions = req.acceptance_rates, req.acceptance_positions
+    if acceptance is not None:
+        given, positions = acceptance.profile, acceptance.positions
+    rates, alpha, positions = _profile(
+        given, req, model, alpha, positions, published=acceptance is not None
+    )
     return Prepared(
         request=req,
         deployment=dep,
@@ -282,6 +304,7 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
         rates=rates,
         tree=tree,
         positions=positions,
+        profile=given if given is not None and model.reads_expected_tokens else None,
     )
 
 

@@ -19,7 +19,7 @@ from infersize.core.deployment import (
 from infersize.core.engines import Engine
 from infersize.core.methods import Method, get_method, method_of
 from infersize.defaults import DEFAULTS
-from infersize.errors import InfersizeError
+from infersize.errors import InfersizeError, ValueRangeError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +69,7 @@ def resolve_side(
     gpu: Gpu,
     tp: int = 1,
     family: str = "vllm",
+    dp_attention: bool = False,
 ) -> tuple[Side, Support]:
     """`quant` 'auto' means the checkpoint's own precision. When the precision is the
     checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
@@ -85,7 +86,7 @@ def resolve_side(
         support = catalog.support("fp16", gpu, family)
     weight_only = support.level == "weight-only"
     exact = source.exact_weights(fmt)
-    return prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only), support
+    return prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention), support
 
 
 def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
@@ -136,20 +137,43 @@ def with_method(req: DeploymentRequest, catalog: Catalog) -> DeploymentRequest:
     return req
 
 
+def check_expert_parallel(model: Model, tp: int, ep: int) -> None:
+    """Expert parallelism splits a MoE target's routed experts over groups of its TP ranks:
+    `ep` must divide the TP size and the experts."""
+    if ep <= 1:
+        return
+    if model.moe is None:
+        raise ValueRangeError("ep", f"({ep}) splits routed experts: {model.id} has none")
+    if tp % ep or model.moe.num_experts % ep:
+        raise ValueRangeError(
+            "ep",
+            f"({ep}) must divide {{tp}} ({tp}) and {model.id}'s {model.moe.num_experts} routed "
+            "experts",
+        )
+
+
 def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine) -> Deployment:
     req = with_method(req, catalog)
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
     family = engine.support_family
     target, t_support = resolve_side(
-        req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp, family
+        req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp, family, engine.dp_attention
     )
+    check_expert_parallel(target.model, req.tp, engine.ep)
     sides = {"target": (target.fmt.id, t_support)}
     draft = None
     if req.draft is not None:
         draft_tp = req.tp if engine.draft_shares_tp else 1  # vLLM V1, SGLang: the target's TP
         draft, d_support = resolve_side(
-            req.draft, req.draft_quant, catalog, kv_dtype, gpu, draft_tp, family
+            req.draft,
+            req.draft_quant,
+            catalog,
+            kv_dtype,
+            gpu,
+            draft_tp,
+            family,
+            engine.dp_attention and draft_tp > 1,
         )
         sides["draft"] = (draft.fmt.id, d_support)
     check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)

@@ -152,7 +152,7 @@ def run_spec(req: SpecRequest, catalog: Catalog) -> SpecResult:
         kv_dtype=dep.kv_dtype.id,
         acceptance_rate=alpha if dep.draft else req.acceptance_rate,
         acceptance_source=acceptance.source if acceptance else "given",
-        acceptance_rates=req.acceptance_rates if dep.draft else None,
+        acceptance_rates=prepared.profile if dep.draft else None,
         acceptance_positions=prepared.positions if dep.draft else None,
         draft_k=req.draft_k if dep.draft else None,
         eagle_topk=prepared.tree.topk if dep.draft else None,
@@ -213,6 +213,11 @@ def _positions_notes(result: SpecResult) -> tuple[str, ...]:
     m = result.acceptance_positions
     if m is None:
         return ()
+    if result.acceptance_rates is not None and result.acceptance_source != "given":
+        return (
+            f"acceptance published per position up to K={m}: positions past {m} are not "
+            f"credited, so the K search stops at {m}",
+        )
     why = (
         "--acceptance-positions"
         if result.acceptance_source == "given"

@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from infersize.core.engines import VLLM_ENTRYPOINTS
+from infersize.core.engine_constants import VLLM_ENTRYPOINTS
 from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
 from infersize.show.terminal import ASCII_FALLBACK

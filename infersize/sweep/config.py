@@ -252,9 +252,10 @@ class _SweepFile(_Strict):
         engine drafts one, with its verified tokens."""
         rule = ENGINES[self.engine].memory_rule
         for knob in ENGINE_KNOBS.values():
-            if knob.strict_owner and getattr(self, knob.name) is not None and knob.owner != rule:
+            given = getattr(self, knob.name) is not None
+            if knob.strict_owner and given and not knob.applies_to(rule):
                 raise ValueError(
-                    f"{knob.name} is a setting of {knob.owner}: it does not apply to engine "
+                    f"{knob.name} is a setting of {knob.owner_text}: it does not apply to engine "
                     f"{self.engine}"
                 )
         if self.eagle_topk == 1:

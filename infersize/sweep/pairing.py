@@ -231,6 +231,7 @@ def resolve_pairs(
                     draft=draft,
                     alphas=known.scenarios,
                     alpha_source=known.source,
+                    profile=known.profile,
                     positions=known.positions,
                     kind_alphas=by_kind,
                 )
@@ -288,6 +289,7 @@ def _fill_profile_scenarios(pairs: list[Pair]) -> list[Pair]:
                 alphas=(alpha,) * scenarios,
                 alpha_source=p.alpha_source,
                 profile=p.profile,
+                positions=p.positions,
             )
         out.append(p)
     return out

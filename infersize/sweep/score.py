@@ -70,6 +70,7 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
                 catalog.gpu(gpu),
                 tp,
                 engine.support_family,
+                engine.dp_attention and tp > 1,
             )[0]
         return cache[key]
 
@@ -105,7 +106,7 @@ def _rates(task: ChunkTask, alpha: FloatArray) -> FloatArray | None:
     rates = limit_positions(iid_profile(alpha, k_max), positions.reshape(-1, 1, 1, 1))
     for i, setting in enumerate(task.settings):
         if setting.profile is not None:
-            rates[i] = extend_profile(setting.profile, k_max)
+            rates[i] = limit_positions(extend_profile(setting.profile, k_max), positions[i])
     return rates
 
 

@@ -16,6 +16,7 @@ from infersize.core.fit import deployment_memory, pool_layout
 from infersize.core.memory import KvLayout
 from infersize.core.serving.step import StepTable, step_table
 from infersize.core.tree import CHAIN, Tree
+from infersize.errors import InfersizeError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +31,13 @@ class Replica:
     target_kv: KvLayout  # what the target's attention reads per token of context
     draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
     lookahead: int  # KV slots reserved per decoding sequence for its drafts (K; a tree's n − 1)
+    # how the engine's scheduler runs prompts (core/engines.py): beside the decodes in one
+    # step (vLLM, TensorRT-LLM; SGLang with --enable-mixed-chunk), or in steps of their own
+    # that hold the decodes back (SGLang's default)
+    mixed_prefill: bool = True
+    # admit a request only when its whole answer's KV fits beside every running request's
+    # (TensorRT-LLM's GUARANTEED_NO_EVICT), never preempting; else when its first chunk fits
+    reserve_whole: bool = False
 
     @property
     def step_tokens(self) -> int:
@@ -190,4 +198,31 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
         target_kv=numbers.target.kv,
         draft_kv=None if draft is None else draft.kv,
         lookahead=per_seq - 1,
+        mixed_prefill=engine.mixed_prefill,
+        reserve_whole=engine.admission == "whole-request",
     )
+
+
+def check_fits(
+    pool: Layout, capacity: float, inputs: list[int], outputs: list[int], lookahead: int
+) -> None:
+    """The longest request (prompt, answer and draft slots) must fit the pool alone."""
+    longest = max(i + o for i, o in zip(inputs, outputs, strict=True)) + lookahead
+    if sequence_kv_bytes(pool, float(longest)) > capacity:
+        per_token = max(pool[0] + pool[1], 1e-9)
+        raise InfersizeError(
+            f"a request of {longest:,} tokens (prompt, answer and {lookahead} draft slots) does "
+            f"not fit the KV pool ({capacity / per_token:,.0f} tokens)"
+        )
+
+
+def steps_until(wait: float, first: float, slope: float) -> int:
+    """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
+    if wait <= 0:
+        return 1
+    if abs(slope) < 1e-15 * first:
+        return max(1, math.ceil(wait / first))
+    a, b = slope / 2.0, first - slope / 2.0
+    disc = b * b + 4.0 * a * wait
+    n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
+    return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30

@@ -7,18 +7,18 @@ them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
   (chunked prefill; a prompt's first token comes out with its last chunk);
 - a decode that finds no room for its next tokens preempts the most recently admitted request,
   which gives back its KV and waits at the head of the queue to recompute it (recompute
-  preemption, `_preempt_request`); no request is admitted in a step that preempted.
+  preemption, `_preempt_request`); no request is admitted in a step that preempted;
+- other engines' rules (Replica): SGLang prefills in steps of its own while the decodes wait;
+  TensorRT-LLM admits a request only when its whole answer's KV fits, never preempting; an idle
+  engine steps as soon as one request is in, so a closed loop's clients do not stay in lockstep.
 
 The step's time is the step model's (core/serving/step.py). Between events (an arrival, a
 completion, a prefill, a preemption) every running request decodes, so the loop moves many steps
 at once: the step time is affine in the step index there (contexts grow by each request's mean
-emission per step), so an interval's time is a sum in closed form. Contexts grow at each
-request's own mean rate (its tokens over its drawn steps); which steps a request needs is drawn
-up front (core/serving/traffic.py), so the spread of TPOT comes from acceptance, not from the
-interpolation.
-
-The loop itself is plain Python over scalars: a few microseconds an event, where numpy's per-call
-cost on arrays of a few hundred would dominate (measured: benchmarks/capacity_bench.py).
+emission per step), so an interval's time is a sum in closed form. Which steps a request needs
+is drawn up front (core/serving/traffic.py), so the spread of TPOT comes from acceptance, not
+the interpolation. The loop is plain Python over scalars: a few microseconds an event
+(benchmarks/capacity_bench.py).
 """
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ from infersize.core.serving.replica import (
     Replica,
     Run,
     Tally,
+    check_fits,
     layout_floats,
     sequence_kv_bytes,
+    steps_until,
 )
-from infersize.errors import InfersizeError
 
 
 class _Simulation:
     """The simulation's state; `run()` drives it. Lengths are tokens, KV bytes, times seconds.
-
     A decoding request i started decoding at step start[i] with start_context[i] tokens and
     grows by rate[i] tokens a step; it ends with step end[i]. Σ contexts of the decoding
     requests at step g is context_base + context_rate · g, kept as two running sums."""
@@ -74,6 +74,7 @@ class _Simulation:
         self.first_token = [math.nan] * self.n
         self.finish = [math.nan] * self.n
         self.running_seconds, self.preemptions, self.done = 0.0, 0, 0
+        self.reserved = 0.0  # whole-request admission: the running requests' final KV bytes
         self.itl: list[tuple[float, float, int, int]] = []
         self.pool, self.target = layout_floats(replica.pool_kv), layout_floats(replica.target_kv)
         self.draft = layout_floats(replica.draft_kv)
@@ -99,18 +100,7 @@ class _Simulation:
             clients = min(int(load.concurrency or 1), self.n)
             self.arrivals.extend((0.0, i) for i in range(clients))
             self.sent = clients  # the next request a client sends when its last one ends
-        self._check_fits()
-
-    def _check_fits(self) -> None:
-        longest = max(i + o for i, o in zip(self.inputs, self.outputs, strict=True)) + self.k
-        if sequence_kv_bytes(self.pool, float(longest)) > self.capacity:
-            per_token = max(self.pool[0] + self.pool[1], 1e-9)
-            raise InfersizeError(
-                f"a request of {longest:,} tokens (prompt, answer and {self.k} draft slots) does "
-                f"not fit the KV pool ({self.capacity / per_token:,.0f} tokens)"
-            )
-
-    # ---- what the decoding requests hold and read ----
+        check_fits(self.pool, self.capacity, self.inputs, self.outputs, self.k)
 
     def _decode_kv(self, layout: Layout, step: int, extra: float = 0.0) -> float:
         """Σ KV bytes of the decoding requests at `step`, each `extra` tokens longer."""
@@ -161,12 +151,14 @@ class _Simulation:
 
     # ---- requests coming and going ----
 
-    def _arrive(self) -> None:
+    def _arrive(self, first_only: bool = False) -> None:
         arrivals, t = self.arrivals, self.t
         while arrivals and arrivals[0][0] <= t:
             when, i = arrivals.popleft()
             self.arrival[i] = when
             self.waiting.append(i)
+            if first_only:
+                return
 
     def _start_decoding(self, i: int) -> None:
         """Request i's prompt is in the KV cache: it decodes from the next step on."""
@@ -192,10 +184,16 @@ class _Simulation:
         if not decoding:  # no drift from sums of many floats
             self.context_base = self.context_rate = 0.0
 
+    def _final_kv(self, i: int) -> float:
+        """KV bytes request i holds at its last step: prompt, answer and draft slots."""
+        return sequence_kv_bytes(self.pool, float(self.inputs[i] + self.outputs[i] + self.k))
+
     def _finish(self, i: int) -> None:
         t = self.t
         self.finish[i] = t
         self.done += 1
+        if self.r.reserve_whole:
+            self.reserved -= self._final_kv(i)
         if self.sent < self.n:  # closed loop: this client sends its next request now
             self.arrivals.append((t, self.sent))
             self.sent += 1
@@ -233,7 +231,8 @@ class _Simulation:
             self.prefilling,
             self.waiting,
         )
-        budget = r.max_num_batched_tokens - len(self.decoding) * (1 + self.k)
+        decodes = len(self.decoding) * (1 + self.k) if r.mixed_prefill else 0
+        budget = r.max_num_batched_tokens - decodes
         held = self._held(self.g)
         chunks: list[tuple[int, int]] = []
         for i in prefilling:
@@ -248,7 +247,7 @@ class _Simulation:
             i = waiting[0]
             take = min(prompt[i], budget)
             chunk_kv = sequence_kv_bytes(pool, float(take))
-            if held + chunk_kv > capacity:
+            if held + chunk_kv > capacity or not self._reserve(i):
                 break  # the queue waits for KV to free up (first come, first served)
             waiting.popleft()
             prefilling.append(i)
@@ -271,9 +270,25 @@ class _Simulation:
             attended += (b * (b + 1) - a * (a + 1)) / 2.0
             kv_target += sequence_kv_bytes(target, float(b))
             kv_draft += sequence_kv_bytes(draft, float(b))
-        seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
-        self._advance(1, seconds, 0.0)
+        if r.mixed_prefill:
+            seconds = self._step_seconds(self.g, int(tokens), attended, (kv_target, kv_draft))
+            self._advance(1, seconds, 0.0)
+        else:  # a step of prompts alone: the decodes wait (time moves, their steps do not)
+            seconds = r.table.seconds(0, int(tokens), 0.0, attended, kv_target, kv_draft)
+            self.running_seconds += (len(self.decoding) + len(self.prefilling)) * seconds
+            self.t += seconds
         self._computed(chunks)
+        return True
+
+    def _reserve(self, i: int) -> bool:
+        """Whole-request admission: whether request i's final KV fits beside every running
+        request's (then it is reserved); always true under first-chunk admission."""
+        if not self.r.reserve_whole:
+            return True
+        need = self._final_kv(i)
+        if self.reserved + need > self.capacity and (self.decoding or self.prefilling):
+            return False
+        self.reserved += need
         return True
 
     def _computed(self, chunks: list[tuple[int, int]]) -> None:
@@ -337,20 +352,8 @@ class _Simulation:
             return
         arrivals = self.arrivals
         if arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
-            steps = min(steps, self._steps_until(arrivals[0][0] - self.t, first, slope))
+            steps = min(steps, steps_until(arrivals[0][0] - self.t, first, slope))
         self._advance(max(steps, 1), first, slope)
-
-    @staticmethod
-    def _steps_until(wait: float, first: float, slope: float) -> int:
-        """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
-        if wait <= 0:
-            return 1
-        if abs(slope) < 1e-15 * first:
-            return max(1, math.ceil(wait / first))
-        a, b = slope / 2.0, first - slope / 2.0
-        disc = b * b + 4.0 * a * wait
-        n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
-        return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
 
     def _span(self) -> float:
         """First arrival to last finish (0 when a run gave up before any finished)."""
@@ -360,10 +363,13 @@ class _Simulation:
 
     def run(self) -> Run:
         while self.done < self.n and not self.gave_up:
-            self._arrive()
-            if not (self.decoding or self.prefilling or self.waiting):
+            # an idle engine steps as soon as one request is in (vLLM's EngineCore and SGLang's
+            # scheduler wake on their input queue): requests sent at once reach it one after
+            # another, so the first runs its step alone and the rest join the next
+            idle = not (self.decoding or self.prefilling or self.waiting)
+            if idle:
                 self.t = max(self.t, self.arrivals[0][0])
-                continue
+            self._arrive(first_only=idle)
             if (self.prefilling or self.waiting) and self._prefill_step():
                 continue
             if self.decoding:

@@ -19,6 +19,7 @@ and the per-byte and per-attended-token slopes, read from the same pass function
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,16 +82,29 @@ def decode_batch(
     )
 
 
+def eager_passes(engine: Engine, seqs: ArrayLike, prefill: ArrayLike) -> tuple[Num, Num]:
+    """(a pass over the step's new tokens, a decode-only pass) run outside CUDA graphs: 1 or
+    0 each. Graphs hold decode batches up to cuda_graph_max_bs; engines whose graphs hold no
+    prefill (eager_prefill: SGLang's extend batches, TensorRT-LLM's context phase) run a pass
+    with prompt tokens eagerly."""
+    limit = math.inf if engine.cuda_graph_max_bs is None else engine.cuda_graph_max_bs
+    over = floats(floats(seqs) > limit)
+    with_prefill = floats(floats(prefill) > 0) if engine.eager_prefill else 0.0
+    return floats(np.maximum(over, with_prefill)), over
+
+
 def engine_step_seconds(
     target: SideNumbers, draft: SideNumbers | None, engine: Engine, batch: StepBatch
 ) -> StepSeconds:
     """Seconds of one engine step: the target's pass over every new token, then the drafter's."""
     k, v = floats(batch.draft_k), batch.verify_tokens
     seqs, prefill = floats(batch.decode_seqs), floats(batch.prefill_tokens)
+    eager, eager_decode = eager_passes(engine, seqs, prefill)
     verify = PassLoad(
         tokens=floats(seqs * v + prefill),
         kv_bytes=batch.target_kv_bytes,
         attended=floats(v * floats(batch.decode_context) + floats(batch.prefill_attended)),
+        eager=eager,
     )
     t_target = pass_seconds(target.cost, engine, verify)
     if draft is None:
@@ -99,12 +113,14 @@ def engine_step_seconds(
         tokens=floats(seqs + prefill),
         kv_bytes=batch.draft_kv_bytes,
         attended=floats(floats(batch.decode_context) + floats(batch.prefill_attended)),
+        eager=eager,
     )
     width = batch.tree.draft_width()
     later = PassLoad(
         tokens=floats(seqs * width),
         kv_bytes=batch.draft_kv_bytes,
         attended=floats(width * floats(batch.decode_context)),
+        eager=eager_decode,
     )
     # the later passes draft for the decoding sequences only (none: no pass)
     sequential = np.where(floats(draft.parallel_draft) > 0, 0.0, np.maximum(k - 1.0, 0.0))
@@ -135,6 +151,17 @@ class StepTable:
     draft_gpu_time: float
     verify_tokens: int = 1  # tokens per decoding sequence in the target's pass (1 + K, a tree's n)
     draft_width: int = 1  # tokens per decoding sequence in each later draft pass (a tree's k)
+    # what a pass outside CUDA graphs adds (core/step.eager_passes), the target's and one
+    # drafter pass's, and when: prefill passes (eager_prefill), decodes above graph_max_bs
+    target_eager: float = 0.0
+    draft_eager: float = 0.0
+    eager_prefill: bool = False
+    graph_max_bs: float = math.inf
+
+    def _eager(self, decode_seqs: int, prefill_tokens: int) -> tuple[bool, bool]:
+        """Whether a pass over the step's tokens, and a decode-only pass, run eagerly."""
+        over = decode_seqs > self.graph_max_bs
+        return over or (self.eager_prefill and prefill_tokens > 0), over
 
     def seconds(
         self,
@@ -147,10 +174,12 @@ class StepTable:
     ) -> float:
         """The step's seconds, as engine_step_seconds gives them (plain floats: one step)."""
         k, v = self.draft_k, self.verify_tokens
+        eager, eager_decode = self._eager(decode_seqs, prefill_tokens)
         target = (
             self.target_by_tokens[decode_seqs * v + prefill_tokens]
             + self.target_per_kv_byte * target_kv_bytes
             + self.target_per_attended * (v * decode_context + prefill_attended)
+            + (self.target_eager if eager else 0.0)
         )
         if k == 0 or self.draft_gpu_time == 0.0:
             return float(target)
@@ -159,6 +188,7 @@ class StepTable:
             self.draft_by_tokens[decode_seqs + prefill_tokens]
             + kv
             + self.draft_per_attended * (decode_context + prefill_attended)
+            + (self.draft_eager if eager else 0.0)
         )
         if decode_seqs == 0:  # the later passes draft for decoding sequences only
             return float(target + self.draft_gpu_time * first)
@@ -167,15 +197,16 @@ class StepTable:
             self.draft_by_tokens[decode_seqs * width]
             + kv
             + self.draft_per_attended * width * decode_context
+            + (self.draft_eager if eager_decode else 0.0)
         )
         return float(target + self.draft_gpu_time * (first + self.draft_passes_after_first * later))
 
 
 def _pass_table(
     side: SideNumbers, engine: Engine, max_tokens: int, drafter: bool = False
-) -> tuple[tuple[float, ...], float, float]:
-    """A pass's seconds by token count at no context, and its slopes per KV byte and per
-    attended token (the pass is affine in both)."""
+) -> tuple[tuple[float, ...], float, float, float]:
+    """A pass's seconds by token count at no context, its slopes per KV byte and per
+    attended token (the pass is affine in both), and what running it eagerly adds."""
 
     def seconds(load: PassLoad) -> FloatArray:
         return pass_seconds(side.cost, engine, load, drafter)
@@ -185,8 +216,9 @@ def _pass_table(
     one = float(seconds(PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)))
     per_gib = float(seconds(PassLoad(tokens=1.0, kv_bytes=2**30, attended=0.0)))
     per_mtok = float(seconds(PassLoad(tokens=1.0, kv_bytes=0.0, attended=1e6)))
+    eager = float(seconds(PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0, eager=1.0))) - one
     table: tuple[float, ...] = tuple(by_tokens.tolist())
-    return table, (per_gib - one) / 2**30, (per_mtok - one) / 1e6
+    return table, (per_gib - one) / 2**30, (per_mtok - one) / 1e6, eager
 
 
 def step_table(
@@ -199,8 +231,9 @@ def step_table(
 ) -> StepTable:
     """The table of a deployment at K (`draft` None or K = 0: no speculation) for steps of up
     to `max_tokens` new target tokens."""
-    t_tokens, t_kv, t_att = _pass_table(target, engine, max_tokens)
+    t_tokens, t_kv, t_att, t_eager = _pass_table(target, engine, max_tokens)
     speculating = draft is not None and draft_k > 0
+    limit = math.inf if engine.cuda_graph_max_bs is None else float(engine.cuda_graph_max_bs)
     if draft is None or not speculating:
         zeros = (0.0,) * len(t_tokens)
         return StepTable(
@@ -213,8 +246,11 @@ def step_table(
             draft_per_attended=0.0,
             draft_passes_after_first=0.0,
             draft_gpu_time=0.0,
+            target_eager=t_eager,
+            eager_prefill=engine.eager_prefill,
+            graph_max_bs=limit,
         )
-    d_tokens, d_kv, d_att = _pass_table(draft, engine, max_tokens, drafter=True)
+    d_tokens, d_kv, d_att, d_eager = _pass_table(draft, engine, max_tokens, drafter=True)
     parallel = float(draft.parallel_draft) > 0
     return StepTable(
         draft_k=draft_k,
@@ -228,4 +264,8 @@ def step_table(
         draft_gpu_time=float(draft.gpu_time),
         verify_tokens=int(tree.verify_tokens(draft_k)),
         draft_width=int(tree.draft_width()),
+        target_eager=t_eager,
+        draft_eager=d_eager,
+        eager_prefill=engine.eager_prefill,
+        graph_max_bs=limit,
     )

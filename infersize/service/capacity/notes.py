@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from infersize.core.confidence import HIGH, LOW, moe_decode_unvalidated
-from infersize.core.engines import VLLM_ENTRYPOINTS
+from infersize.core.engine_constants import VLLM_ENTRYPOINTS
 from infersize.core.serving.metrics import breaches_allowed
 from infersize.service.capacity.answer import ArmResult
 from infersize.service.capacity.request import CapacityRequest

@@ -1,0 +1,166 @@
+"""Re-derive the serving constants of the CUDA-graph engine presets (SGLang, TensorRT-LLM) from
+the `fit` rows of tests/data/serving_measurements.csv, and show how they do on the `check` rows
+they never saw.
+
+The constants (core/engines.py, each a field of the presets): the fixed cost a pass of a MoE
+layer and of an MLA layer, what a layer adds to a pass run outside CUDA graphs, and the compute
+share's curve over a pass's tokens (its peak share for 16-, 8- and 4-bit inputs and the tokens
+at which half of it is reached). They are fitted together, by coordinate descent on the grids
+below, to the least mean absolute log error (|log(predicted / measured)|) over every `fit` row
+of SERVING_FIT_GROUPS (infersize/service/serving_calibration.py), a constant moving only where
+the loss falls by more than MIN_GAIN (the rows tell its values apart); the MoE and MLA layer
+costs are the same kernels under vLLM and are held there at the same values. Every prediction goes
+through `infersize capacity`'s own path (the simulator). The script prints the refit beside the
+presets and the errors of the fit and check rows under both.
+
+Usage: python benchmarks/fit_serving_constants.py [--sweeps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from infersize.catalog.store import load_catalog
+from infersize.core.engines import ENGINES
+from infersize.service.calibration import engine_preset
+from infersize.service.serving_calibration import (
+    SERVING_FIT_GROUPS,
+    SETUP,
+    Row,
+    error,
+    group_rows,
+    load_rows,
+    predict,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = load_rows(ROOT / "tests" / "data" / "serving_measurements.csv")
+CATALOG = load_catalog()
+FITTED = ("sglang", "trtllm")  # the presets whose constants are fitted
+SHARED = ("moe_layer_overhead_s", "mla_layer_overhead_s")  # also held under vLLM's presets
+VLLM = ("vllm", "vllm-0.15")
+MIN_GAIN = 1e-3  # of the mean |log error|: a move smaller than this is not the rows' to make
+GRIDS: dict[str, list[float]] = {
+    "moe_layer_overhead_s": [x * 1e-6 for x in range(0, 121, 5)],
+    "mla_layer_overhead_s": [x * 1e-6 for x in range(0, 121, 5)],
+    "eager_layer_overhead_s": [x * 1e-5 for x in range(0, 101, 5)],  # a layer, and more:
+    "eager_moe_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],
+    "eager_mla_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],
+    "mfu": [x / 100 for x in range(40, 91, 5)],
+    "mfu_fp8": [x / 100 for x in range(30, 91, 5)],
+    "mfu_fp4": [x / 100 for x in range(15, 91, 5)],
+    "mfu_half_tokens": [0.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0],
+}
+
+
+@contextmanager
+def constants(values: dict[str, float]) -> Iterator[None]:
+    """The fitted presets (and vLLM's, for the shared layer costs) with `values`."""
+    with ExitStack() as stack:
+        for name in FITTED:
+            stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **values)))
+        shared = {k: v for k, v in values.items() if k in SHARED}
+        for name in VLLM:
+            stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **shared)))
+        yield
+
+
+def _predict(task: tuple[dict[str, float], list[Row]]) -> dict[str, float]:
+    values, rows = task
+    with constants(values):
+        return predict(rows, CATALOG)
+
+
+def errors(rows: list[Row], values: dict[str, float]) -> list[float]:
+    """Each row's error under `values`, the rows' setups simulated in parallel."""
+    by_setup: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        by_setup.setdefault(tuple(row.get(c, "") for c in SETUP), []).append(row)
+    tasks = [(values, group) for group in by_setup.values()]
+    predicted: dict[str, float] = {}
+    for part in POOL.map(_predict, tasks):
+        predicted |= part
+    return [error(r, predicted[r["id"]]) for r in rows]
+
+
+def loss(rows: list[Row], values: dict[str, float]) -> float:
+    """Mean |log(predicted / measured)|."""
+    return sum(abs(math.log1p(e)) for e in errors(rows, values)) / len(rows)
+
+
+def fit_rows() -> list[Row]:
+    members = {r["id"] for g in SERVING_FIT_GROUPS for r in group_rows(g, ROWS, CATALOG)}
+    return [r for r in ROWS if r["id"] in members and r["split"] == "fit"]
+
+
+def preset_values() -> dict[str, float]:
+    """The fitted constants as the presets hold them (the compute shares of 8 and 4 bits
+    falling back as compute_efficiency does)."""
+    preset = ENGINES[FITTED[0]]
+    values = {name: getattr(preset, name) for name in GRIDS}
+    values["mfu_fp8"] = values["mfu_fp8"] if values["mfu_fp8"] is not None else preset.mfu
+    values["mfu_fp4"] = values["mfu_fp4"] if values["mfu_fp4"] is not None else values["mfu_fp8"]
+    return {name: float(value) for name, value in values.items()}
+
+
+def refit(rows: list[Row], sweeps: int) -> dict[str, float]:
+    """Coordinate descent from the presets' values: each constant in turn to its grid point of
+    least loss, the others held, until a sweep changes nothing. A constant moves only where the
+    fit rows tell its values apart (the loss falls by more than MIN_GAIN): the 16-bit compute
+    share, which no fit row's prediction depends on that much, keeps `plain`'s 0.5."""
+    values = preset_values()
+    best = loss(rows, values)
+    for sweep in range(sweeps):
+        changed = False
+        for name, grid in GRIDS.items():
+            for candidate in grid:
+                trial = values | {name: candidate}
+                score = loss(rows, trial)
+                if score < best - MIN_GAIN:
+                    best, values, changed = score, trial, True
+            print(f"  sweep {sweep + 1}: {name} {values[name]:g} (loss {best:.4f})", flush=True)
+        if not changed:
+            break
+    return values
+
+
+def report(values: dict[str, float]) -> None:
+    preset = preset_values()
+    print("refit:   " + ", ".join(f"{k} {v:g}" for k, v in values.items()))
+    print("presets: " + ", ".join(f"{k} {v:g}" for k, v in preset.items()))
+    members = {r["id"] for g in SERVING_FIT_GROUPS for r in group_rows(g, ROWS, CATALOG)}
+    for split in ("fit", "check"):
+        rows = [r for r in ROWS if r["split"] == split and r["bounded"] == "yes"]
+        new, old = errors(rows, values), errors(rows, preset)
+        print(
+            f"{split} rows ({len(rows)}): mean |log error| refit "
+            f"{sum(abs(math.log1p(e)) for e in new) / len(rows):.3f}, presets "
+            f"{sum(abs(math.log1p(e)) for e in old) / len(rows):.3f}"
+        )
+        for row, a, b in zip(rows, new, old, strict=True):
+            mark = "*" if row["id"] in members else " "
+            print(f"  {mark} {row['id']:<58} refit {a * 100:+7.1f}%  presets {b * 100:+7.1f}%")
+
+
+POOL: ProcessPoolExecutor
+
+
+def main() -> None:
+    global POOL
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sweeps", type=int, default=3)
+    args = parser.parse_args()
+    with ProcessPoolExecutor(max_workers=os.cpu_count()) as POOL:
+        values = refit(fit_rows(), args.sweeps)
+        report(values)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Constants of vLLM V1 that its engine presets (core/engines.py) and its pool rules
+(core/vllm_pool.py) read: the step's fixed cost, the sampler's profiling bytes, its entry
+points. Kept apart from the presets so that each stays one screen of declarations."""
+
+from __future__ import annotations
+
+MIB = 2**20
+# vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
+# blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
+VLLM_STEP_OVERHEAD_S = 8.0e-4
+# Any speculative method (draft model, EAGLE, EAGLE-3, MTP, n-gram, Medusa) adds the rejection
+# sampler's dry run to V1's profiling pass: gpu_model_runner._dummy_sampler_run, `if
+# self.speculative_config:`, draws bf16 logits for num_reqs drafts + num_reqs bonus tokens and
+# runs RejectionSampler.forward on them (vllm-project/vllm@e1a34c3a5d9273431ee182253750d39b546d37a1:
+# vllm/v1/worker/gpu_model_runner.py lines 4606-4629; the same at
+# vllm-project/vllm@48ebd6f2f164057043edb8301771a17dcaebd61d: lines 6291-6321). Since
+# https://github.com/vllm-project/vllm/pull/26060 (merged 2025-10-22)
+# RejectionSampler.forward keeps, beside those logits, a copy of the bonus rows, their raw fp32
+# logits, the targets' fp32 logits and a clone of them through top-k/top-p, softmax and the
+# recovered-token noise (vllm/v1/sample/rejection_sampler.py lines 100-140 at e1a34c3a).
+# Re-stated tensor by tensor,
+# its peak exceeds the plain sampler's by 12 bytes per row and vocabulary entry of the target,
+# with a sort-based top-k/top-p or an in-place one alike. Read from the source, not fitted. It
+# counts only where the sampler phase is the profile's largest.
+REJECTION_SAMPLER_BYTES_PER_LOGIT = 12.0
+# vLLM's entry points (vllm/usage/usage_lib.py UsageContext): `vllm serve` is OPENAI_API_SERVER,
+# `LLM(...)` in Python is LLM_CLASS; EngineArgs.get_batch_defaults sizes the profiling pass by it
+VLLM_ENTRYPOINTS: dict[str, str] = {"serve": "`vllm serve`", "offline": "LLM(...)"}
+
+
+# Bytes per fp32 logit of the [min(max_num_seqs, max_num_batched_tokens), vocab] dummy batch at
+# the peak of vLLM's profiling sampler run (gpu_model_runner._dummy_sampler_run), by sampler
+# (ops/topk_topp_sampler.py), from start-up logs that print the profiling peak:
+SAMPLER_BYTES_PER_LOGIT: dict[str, float] = {
+    # Triton top-k/top-p (apply_top_k_top_p_triton): the default from 0.17 on. Logs q1-q4 (their
+    # sum with the CUDA graph estimate; the split between the two is not identified).
+    "triton": 12.0,
+    # PyTorch sort-based top-k/top-p (apply_top_k_top_p): the default from 0.11 to 0.16 and on
+    # ROCm; sorted logits, int64 indices, probabilities and masks. A vLLM 0.10.2 log of
+    # Qwen3-235B-A22B FP8 at TP 8 on L40S printed a 1.4 GiB peak for 256 rows of 151,936 logits
+    # (its public source is to be found again: the row left tests/data/measurements.csv).
+    "pytorch": 38.6,
+    # FlashInfer's fused kernels (VLLM_USE_FLASHINFER_SAMPLER=1; on by default in 0.9-0.10 where
+    # FlashInfer is installed). https://github.com/vllm-project/vllm/issues/21524 prints 2.4 GiB
+    # for 1024 rows of 151,936.
+    "flashinfer": 16.6,
+}

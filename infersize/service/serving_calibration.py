@@ -1,0 +1,231 @@
+"""`infersize capacity` against public serving measurements (tests/data/serving_measurements.csv,
+one measured figure a row, each with its source and the quoted figure): every row is turned into
+the `capacity` question it answers (its deployment under its engine's settings, its benchmark
+client's lengths and load, its speculative method at its K) and served by the simulator, the
+path the command takes. Used by benchmarks/serving_calibration.py (the docs' tables), its test
+and benchmarks/fit_serving_constants.py.
+
+Each row is marked `split` by the rule of docs/calibration.md, per set of serving constants
+(SERVING_FIT_GROUPS): whole sources, the largest first, until they hold half of the set's rows
+are `fit`; every other row is `check`, never fitted to.
+
+Lengths: a row's `lengths` says how its benchmark client drew them. Empty: every request the
+row's mean lengths. `sglang-random`: SGLang's bench_serving random dataset at its defaults
+(`--random-range-ratio 0`, `--seed 1`), whose lengths are numpy's legacy generator seeded with
+1 drawing the prompts' lengths uniformly from 1 to the input length, then the answers' from 1 to
+the output length (sgl-project/sglang@0033168f0f58b2bc05aa0273bd475d9c01bafb1c:
+python/sglang/bench_serving.py, `sample_random_requests` and `run_benchmark`); the totals these
+draws give equal the totals the benchmarks log (6,101 input tokens for 10 prompts of up to 1,000,
+39,668 for 80, 249,831 for 500), so each request is served at its own lengths, in order.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from infersize.catalog.store import Catalog, load_catalog
+from infersize.core.engines import EngineSettings
+from infersize.core.serving.metrics import ServingMetrics
+from infersize.service.calibration import engine_settings, fit_sources, source_of
+from infersize.service.capacity.arm import make_arm, serve
+from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
+from infersize.service.request import SpecRequest
+from infersize.service.resolve import DeploymentRequest
+
+Row = dict[str, str]
+# the columns that say what was served: rows that share them share one simulation
+SETUP = (
+    "model",
+    "precision",
+    "kv_dtype",
+    "gpu",
+    "tp",
+    "engine",
+    "gpu_memory_utilization",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "input_tokens",
+    "output_tokens",
+    "lengths",
+    "load_kind",
+    "load",
+    "requests",
+    "draft",
+    "draft_k",
+    "acceptance_length",
+)
+KINDS = {  # kind: (metric, statistic, factor to the row's units); metric None: a throughput
+    "ttft_mean_ms": ("ttft", "mean", 1e3),
+    "ttft_p50_ms": ("ttft", "p50", 1e3),
+    "ttft_p99_ms": ("ttft", "p99", 1e3),
+    "tpot_mean_ms": ("tpot", "mean", 1e3),
+    "tpot_p50_ms": ("tpot", "p50", 1e3),
+    "tpot_p99_ms": ("tpot", "p99", 1e3),
+    "itl_mean_ms": ("itl", "mean", 1e3),
+    "e2e_mean_ms": ("e2e", "mean", 1e3),
+    "output_tokens_per_s": (None, "output_tokens_per_s", 1.0),
+    "requests_per_s": (None, "requests_per_s", 1.0),
+    "tps_per_user": (None, "tps_per_user", 1.0),  # output tokens/s of one request: 1 / TPOT
+}
+SGLANG_RANDOM = "sglang-random"
+
+
+def load_rows(path: Path) -> list[Row]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def sglang_random_lengths(
+    input_len: int, output_len: int, prompts: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The lengths SGLang's bench_serving draws for its random dataset at its defaults (range
+    ratio 0, seed 1): numpy's legacy generator seeded with 1, prompts from 1 to input_len,
+    then answers from 1 to output_len, one each per prompt."""
+    draws = np.random.RandomState(1)
+    inputs = draws.randint(1, input_len + 1, size=prompts)
+    outputs = draws.randint(1, output_len + 1, size=prompts)
+    return tuple(int(x) for x in inputs), tuple(int(x) for x in outputs)
+
+
+def traffic(row: Row) -> Traffic:
+    """The row's requests as its benchmark client sent them."""
+    inputs, outputs = int(row["input_tokens"]), int(row["output_tokens"])
+    n = int(row["requests"])
+    lengths: tuple[tuple[int, ...], tuple[int, ...]] = ((inputs,), (outputs,))
+    if row.get("lengths") == SGLANG_RANDOM:
+        lengths = sglang_random_lengths(inputs, outputs, n)
+    closed = row["load_kind"] == "concurrency"
+    return Traffic(
+        input_tokens=lengths[0],
+        output_tokens=lengths[1],
+        concurrency=int(row["load"]) if closed else None,
+        request_rate=None if closed else float(row["load"]),
+        requests=n,
+    )
+
+
+def _settings(row: Row) -> EngineSettings:
+    """The engine preset with the settings the row states (service/calibration.py's columns)."""
+    return engine_settings(
+        {
+            key: row.get(key, "")
+            for key in (
+                "engine",
+                "gpu_memory_utilization",
+                "max_num_batched_tokens",
+                "max_num_seqs",
+            )
+        }
+    )
+
+
+def capacity_request(row: Row) -> CapacityRequest:
+    """The request `infersize capacity` builds for the row's deployment, drafter and load."""
+    inputs, outputs = int(row["input_tokens"]), int(row["output_tokens"])
+    method = row.get("draft") or None
+    k = int(row["draft_k"]) if row.get("draft_k") else 1
+    length = float(row["acceptance_length"]) if row.get("acceptance_length") else None
+    deployment = DeploymentRequest(
+        target=row["model"],
+        gpu=row["gpu"],
+        target_quant=row["precision"],
+        kv_dtype=row["kv_dtype"],
+        tp=int(row["tp"]),
+        method=method,
+    )
+    spec = SpecRequest(
+        deployment=deployment,
+        context_length=inputs + outputs,
+        engine=_settings(row),
+        draft_k=k,
+        max_k=max(k, 5),
+        acceptance_length=length,
+    )
+    return CapacityRequest(spec=spec, traffic=traffic(row))
+
+
+def simulate_row(row: Row, catalog: Catalog) -> ServingMetrics:
+    """The row's arm (plain decoding, or its method at its K) at the row's load."""
+    request = capacity_request(row)
+    k = int(row["draft_k"]) if row.get("draft") else 0
+    arm = make_arm(prepare_capacity(request, catalog), request.traffic, k)
+    return serve(arm, request.traffic)
+
+
+def value(measured: ServingMetrics, kind: str) -> float:
+    metric, statistic, factor = KINDS[kind]
+    if statistic == "tps_per_user":
+        return 1.0 / measured.value("tpot", "mean")  # TensorRT-LLM's TPS/user
+    if metric is None:
+        return float(getattr(measured, statistic))
+    return measured.value(metric, statistic) * factor
+
+
+def predict(rows: Iterable[Row], catalog: Catalog | None = None) -> dict[str, float]:
+    """Every row's prediction, by id (one simulation per setup)."""
+    catalog = catalog or load_catalog()
+    served: dict[tuple[str, ...], ServingMetrics] = {}
+    predicted = {}
+    for row in rows:
+        key = tuple(row.get(column, "") for column in SETUP)
+        if key not in served:
+            served[key] = simulate_row(row, catalog)
+        predicted[row["id"]] = value(served[key], row["kind"])
+    return predicted
+
+
+def error(row: Row, predicted: float) -> float:
+    """Relative error of the prediction: predicted / measured - 1."""
+    return predicted / float(row["measured"]) - 1.0
+
+
+@dataclass(frozen=True)
+class ServingGroup:
+    """The rows one set of serving constants is fitted to: an engine's rows of some kinds."""
+
+    name: str
+    engines: tuple[str, ...]
+    kinds: tuple[str, ...]
+    moe: bool | None = None  # MoE targets only (True), dense only (False), either (None)
+
+
+def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[Row]:
+    """The group's rows: bounded, plain decoding (speculative rows check, never fit)."""
+    out = []
+    for r in rows:
+        if r["engine"] not in group.engines or r["kind"] not in group.kinds:
+            continue
+        if r["bounded"] != "yes" or r.get("draft"):
+            continue
+        moe = catalog.model(r["model"]).moe is not None
+        if group.moe is None or group.moe == moe:
+            out.append(r)
+    return out
+
+
+def expected_splits(
+    rows: list[Row], groups: Iterable[ServingGroup], catalog: Catalog
+) -> dict[str, str]:
+    """Each row's split under the rule: `fit` for every row of a source some group is fitted
+    to, `check` for the rest, so that no source is in both."""
+    chosen: set[str] = set()
+    for group in groups:
+        chosen |= fit_sources(group_rows(group, rows, catalog))
+    return {row["id"]: "fit" if source_of(row) in chosen else "check" for row in rows}
+
+
+# The sets of serving constants and the rows each is fitted to (benchmarks/
+# fit_serving_constants.py): the fixed costs of MoE and MLA layers and of passes outside CUDA
+# graphs, on SGLang's serving rows; the compute share's curve over a pass's tokens, on
+# TensorRT-LLM's maximum-throughput rows
+SERVING_FIT_GROUPS = (
+    ServingGroup(
+        "layer costs", ("sglang",), ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
+    ),
+    ServingGroup("compute share", ("trtllm",), ("output_tokens_per_s",)),
+)
