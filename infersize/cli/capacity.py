@@ -67,6 +67,7 @@ def capacity(
     seed: serving.Seed = DEFAULTS.seed,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
+    k_schedule: serving.KSchedule = None,
     plot: Plot = None,
     catalog: opt.CatalogFiles = None,
     as_json: opt.Json = False,
@@ -91,8 +92,13 @@ def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json
     if _ranks(request):
         _answer_ranking(request, catalogs, plot, as_json)
         return
-    serve = run_capacity_tp_auto if request.tp_auto else run_capacity
-    result = serve(request, catalogs)
+    if request.k_schedule is not None:
+        from infersize.service.capacity.kschedule import run_capacity_k_schedule
+
+        result = run_capacity_k_schedule(request, request.k_schedule, catalogs)
+    else:
+        serve = run_capacity_tp_auto if request.tp_auto else run_capacity
+        result = serve(request, catalogs)
     if plot is not None:
         _draw(request, catalogs, result, plot)
     if as_json:
@@ -205,7 +211,20 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         replications=options["replications"],
         tp_auto=tp_auto,
         engine_by_default=options["engine"] is None,
+        k_schedule=_k_schedule(options, tp_auto),
     )
+
+
+def _k_schedule(options: dict[str, Any], tp_auto: bool) -> str | None:
+    """--k-schedule, where it goes with the rest."""
+    given = options["k_schedule"]
+    if given is None:
+        return None
+    if options["draft"] is not None and options["draft"].strip().lower() == "auto":
+        raise InfersizeError("--k-schedule serves one drafter: name it, not --draft auto")
+    if tp_auto:
+        raise InfersizeError("--k-schedule serves one layout: give --tp N, not auto")
+    return str(given)
 
 
 def _name(path: Path | None) -> str | None:
