@@ -84,6 +84,20 @@ def _rate(arm: ArmResult) -> float:
     return -1.0 if arm.capacity is None else arm.capacity.max_request_rate
 
 
+def schedule_capacity(prepared: Prepared, req: CapacityRequest, catalog: Catalog) -> float | None:
+    """One replication's capacity of the auto table (`infersize schedule`'s for the
+    deployment), for a capacity sweep's row; None where the engine has no table or the
+    deployment none to serve (no drafter, a tree, no K that fits)."""
+    if req.sla is None:
+        return None
+    try:
+        schedule_family(get_engine(req.spec.engine.engine))
+        arm, _ = switching_arm(prepared, req, schedule_ranges(req, catalog, AUTO))
+    except InfersizeError:
+        return None
+    return first_replication(arm, req.traffic, req.sla).max_request_rate
+
+
 def run_capacity_k_schedule(req: CapacityRequest, source: str, catalog: Catalog) -> CapacityResult:
     """The answer with the table served beside the best static K and plain decoding."""
     if req.sla is None:
