@@ -87,7 +87,7 @@ def _why(candidate: SpecCandidate, winner: SpecCandidate) -> str:
     """Why `candidate` ranks below `winner`: memory, acceptance or the drafting cost."""
     mine, best = candidate.result, winner.result
     if candidate is winner:
-        return "the highest speedup of the catalog's drafters"
+        return "the highest speedup at its best K"
     if mine is None:
         return f"cannot run: {candidate.problem}"
     if not mine.fits:
@@ -97,10 +97,7 @@ def _why(candidate: SpecCandidate, winner: SpecCandidate) -> str:
     if alpha < best_alpha - ALPHA_GAP:
         return f"acceptance: α {alpha:.2f} against {best_alpha:.2f}"
     ratio, best_ratio = mine.latency_ratio or math.inf, best.latency_ratio or math.inf
-    return (
-        f"verification cost: its drafting costs more per step (latency ratio {ratio:.1f} "
-        f"against {best_ratio:.1f})"
-    )
+    return f"verification cost: latency ratio {ratio:.1f} against {best_ratio:.1f}"
 
 
 def candidate_json(candidate: SpecCandidate, why: str) -> dict[str, Any]:

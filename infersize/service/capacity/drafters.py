@@ -102,7 +102,7 @@ def _serve(
 def _why(candidate: CapacityCandidate, winner: CapacityCandidate) -> str:
     """Why `candidate` ranks where it does against `winner`."""
     if candidate is winner:
-        return "the fewest GPUs and dollars for the load at the SLA of the catalog's drafters"
+        return "the fewest GPUs, then dollars, for the load at the SLA"
     mine, best = candidate.result, winner.result
     if mine is None or best is None:
         return f"cannot serve: {candidate.problem}"
@@ -111,19 +111,13 @@ def _why(candidate: CapacityCandidate, winner: CapacityCandidate) -> str:
     if mine.draft_fits is False:
         return "memory: the drafter leaves no room for a KV cache beside the target"
     if arm.draft_k == 0:
-        return "verification cost: no K pays at this load (its best is plain decoding, K = 0)"
+        return "verification cost: no K pays at this load (K = 0)"
     alpha, best_alpha = mine.acceptance_rate or 0.0, best.acceptance_rate or 0.0
     if alpha < best_alpha - ALPHA_GAP:
         return f"acceptance: α {alpha:.2f} against {best_alpha:.2f}"
     if arm.kv_pool_tokens < top.kv_pool_tokens * (1.0 - POOL_GAP):
-        return (
-            f"memory: its weights shrink the KV pool to {arm.kv_pool_tokens:,} tokens against "
-            f"{top.kv_pool_tokens:,}"
-        )
-    return (
-        f"verification cost: p50 TPOT {arm.tpot_ms.p50:.1f} ms against {top.tpot_ms.p50:.1f} ms "
-        "at the same or lower acceptance"
-    )
+        return f"memory: KV pool {arm.kv_pool_tokens:,} tokens against {top.kv_pool_tokens:,}"
+    return f"verification cost: p50 TPOT {arm.tpot_ms.p50:.1f} ms against {top.tpot_ms.p50:.1f}"
 
 
 def candidate_json(candidate: CapacityCandidate, why: str) -> dict[str, Any]:
