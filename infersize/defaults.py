@@ -51,6 +51,9 @@ class Defaults:
     headroom: float = 1.0
     arrival: str = "poisson"
     capacity_simulate_top: int = 3  # capacity sweeps: rows per group the simulator confirms
+    # --draft auto: the precisions a separate draft model is ranked at (each that the GPU runs
+    # under the engine): its 16-bit checkpoint, FP8 and 4-bit weights (GPTQ/AWQ g128)
+    draft_auto_quants: tuple[str, ...] = ("bf16", "fp8", "int4")
 
 
 DEFAULTS = Defaults()

@@ -474,3 +474,23 @@ def test_tables_of_a_newer_schema_are_refused_in_one_line(fleet, tmp_path, runne
         f"error: the tables were written by a newer infersize (tables schema {TABLES_SCHEMA + 1}; "
         f"this one reads up to {TABLES_SCHEMA}): install that release to read them\n"
     )
+
+
+def test_simulated_rows_put_the_k_schedules_capacity_beside_the_static_ks(table):
+    simulated = table.filter((pl.col("capacity_source") == "simulator") & (pl.col("draft_k") > 0))
+    assert simulated.height > 0
+    assert simulated["max_request_rate_k_schedule"].null_count() == 0
+    assert (simulated["max_request_rate_k_schedule"] > 0).all()
+    screened = table.filter(pl.col("capacity_source") == "mean-field")
+    assert screened["max_request_rate_k_schedule"].null_count() == screened.height
+
+
+def test_every_row_says_where_speculation_stops_paying(table):
+    """0 where the draft never pays (α 0.1), and no lower for a pair at a higher α (null: it
+    pays at every rate both arms sustain)."""
+    assert (table.filter(pl.col("acceptance_rate") == 0.1)["break_even_request_rate"] == 0).all()
+    assert table["break_even_request_rate"].drop_nulls().len() > 0
+    keys = ["gpu", "target", "draft", "draft_quant", "workload", "sla", "target_request_rate"]
+    for _key, group in table.group_by(keys):
+        rates = group.sort("acceptance_rate")["break_even_request_rate"].fill_null(math.inf)
+        assert rates.to_list() == sorted(rates.to_list()), group

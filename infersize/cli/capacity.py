@@ -67,6 +67,7 @@ def capacity(
     seed: serving.Seed = DEFAULTS.seed,
     price_usd_per_hour: opt.Price = None,
     allow_cross_tokenizer: opt.AllowCrossTokenizer = False,
+    k_schedule: serving.KSchedule = None,
     plot: Plot = None,
     catalog: opt.CatalogFiles = None,
     as_json: opt.Json = False,
@@ -88,8 +89,16 @@ def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json
     from infersize.service.capacity.result import capacity_json, run_capacity
 
     catalogs = load_catalog(tuple(catalog or ()))
-    serve = run_capacity_tp_auto if request.tp_auto else run_capacity
-    result = serve(request, catalogs)
+    if _ranks(request):
+        _answer_ranking(request, catalogs, plot, as_json)
+        return
+    if request.k_schedule is not None:
+        from infersize.service.capacity.kschedule import run_capacity_k_schedule
+
+        result = run_capacity_k_schedule(request, request.k_schedule, catalogs)
+    else:
+        serve = run_capacity_tp_auto if request.tp_auto else run_capacity
+        result = serve(request, catalogs)
     if plot is not None:
         _draw(request, catalogs, result, plot)
     if as_json:
@@ -99,6 +108,39 @@ def _answer(request: Any, catalog: list[Path] | None, plot: Path | None, as_json
     from infersize.show.terminal import console
 
     render_capacity(console(), result)
+
+
+def _ranks(request: Any) -> bool:
+    from infersize.service.drafters import asks_ranking
+
+    return asks_ranking(request.spec.deployment.draft)
+
+
+def _answer_ranking(request: Any, catalogs: Any, plot: Path | None, as_json: bool) -> None:
+    """--draft auto: every drafter ranked, then the winner's own answer."""
+    from infersize.service.capacity.drafters import candidate_json, rank_capacity_drafters
+    from infersize.service.capacity.result import capacity_json
+
+    ranking = rank_capacity_drafters(request, catalogs)
+    best = ranking.candidates[0]
+    assert best.result is not None  # rank_capacity_drafters refuses a load none can serve
+    rows = [candidate_json(c, why) for c, why in zip(ranking.candidates, ranking.why, strict=True)]
+    if plot is not None:
+        from infersize.service.capacity.drafters import drafter_request
+
+        _draw(drafter_request(request, best.drafter), catalogs, best.result, plot)
+    if as_json:
+        data = capacity_json(best.result)
+        data["candidates"] = rows
+        data["notes"] = data["notes"] + list(ranking.notes)
+        print_json(data)
+        return
+    from infersize.show.capacity_panel import render_capacity
+    from infersize.show.draft_ranking import render_candidates
+    from infersize.show.terminal import console
+
+    render_candidates(console(), rows, ranking.notes, by="GPUs, $/hour, requests/s")
+    render_capacity(console(), best.result)
 
 
 def _draw(request: Any, catalogs: Any, result: Any, plot: Path) -> None:
@@ -123,6 +165,8 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         )
     no_draft = options["draft"] is not None and options["draft"].strip().lower() == "none"
     auto, draft_k = _draft_k(options["draft_k"])
+    # --draft auto: each drafter at the K that serves the load best
+    auto = auto or (options["draft"] is not None and options["draft"].strip().lower() == "auto")
     tp_auto, tp = _tp(options["tp"])
     if options["target_request_rate"] is not None and options["sla"] is None:
         raise InfersizeError(
@@ -167,7 +211,20 @@ def _capacity_request(options: dict[str, Any]) -> Any:
         replications=options["replications"],
         tp_auto=tp_auto,
         engine_by_default=options["engine"] is None,
+        k_schedule=_k_schedule(options, tp_auto),
     )
+
+
+def _k_schedule(options: dict[str, Any], tp_auto: bool) -> str | None:
+    """--k-schedule, where it goes with the rest."""
+    given = options["k_schedule"]
+    if given is None:
+        return None
+    if options["draft"] is not None and options["draft"].strip().lower() == "auto":
+        raise InfersizeError("--k-schedule serves one drafter: name it, not --draft auto")
+    if tp_auto:
+        raise InfersizeError("--k-schedule serves one layout: give --tp N, not auto")
+    return str(given)
 
 
 def _name(path: Path | None) -> str | None:

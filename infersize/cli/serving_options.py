@@ -96,3 +96,13 @@ TpOrAuto = Annotated[
         "divide, up to 8 (one node), each arm at its fewest GPUs for the target rate.",
     ),
 ]
+KSchedule = Annotated[
+    str | None,
+    typer.Option(
+        "--k-schedule",
+        help="Serve with K chosen each step by the running batch: auto (the table 'infersize "
+        "schedule' prices, or the best static K where that serves more), or a file holding "
+        "one (vLLM's speculative_config JSON, TensorRT-LLM's YAML, 'schedule --json'); "
+        "compared with the best static K and K = 0.",
+    ),
+]

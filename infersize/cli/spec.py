@@ -65,12 +65,34 @@ def spec(
 
     request = request_of(locals(), _check_flags(units, draft, method, plot))
     catalogs = load_catalog(tuple(catalog or ()))
+    if draft is not None and draft.strip().lower() == "auto":
+        _rank(request, catalogs, units, as_json)
+        return
     result = run_spec(request, catalogs)
     if plot is not None:
         from infersize.cli.plot import draw_spec_k_curve
 
         draw_spec_k_curve(request, catalogs, result, plot)
     _show(spec_json(result) if as_json else result, units)
+
+
+def _rank(request: SpecRequest, catalogs: Any, units: str, as_json: bool) -> None:
+    """--draft auto: every drafter of the catalog for the target, the fastest first, then the
+    winner's own answer at its best K."""
+    from infersize.service.spec_drafters import rank_spec_drafters, ranking_json
+
+    ranking = rank_spec_drafters(request, catalogs)
+    data = ranking_json(ranking)
+    if as_json:
+        print_json(data)
+        return
+    from infersize.show.draft_ranking import render_candidates
+    from infersize.show.terminal import console
+
+    by = "speedup at the best K that fits"
+    render_candidates(console(), data["candidates"], ranking.notes, by=by)
+    if ranking.best is not None:
+        _show(ranking.best, units)
 
 
 def _show(result: Any, units: str) -> None:
@@ -116,4 +138,6 @@ def _check_flags(units: str, draft: str | None, method: str | None, plot: Path |
     no_draft = draft_is_none(draft, method)
     if plot is not None and no_draft:
         raise InfersizeError("--plot draws speedup vs K, which needs a draft")
+    if plot is not None and draft is not None and draft.strip().lower() == "auto":
+        raise InfersizeError("--plot draws speedup vs K of one drafter: name it, not auto")
     return no_draft

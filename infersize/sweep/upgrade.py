@@ -16,7 +16,7 @@ import polars as pl
 
 from infersize.errors import InfersizeError
 
-TABLES_SCHEMA = 2
+TABLES_SCHEMA = 3
 
 # Schema 1 -> 2: the columns added while schema 1 was current, each with what its absence meant
 # then: a pair was a separate draft model (before methods), every request was held (before the
@@ -45,7 +45,17 @@ def _from_schema_1(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns([pl.lit(value).alias(name) for name, value in missing.items()])
 
 
-STEPS = {1: _from_schema_1}  # schema -> the step to the next
+# Schema 2 -> 3: the capacity table gains the rate above which speculation stops paying and
+# the capacity of the K-by-batch table, neither computed before (null: unknown)
+ADDED_IN_SCHEMA_3 = {"capacity": ("break_even_request_rate", "max_request_rate_k_schedule")}
+
+
+def _from_schema_2(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    missing = [n for n in ADDED_IN_SCHEMA_3.get(table, ()) if n not in frame.columns]
+    return frame.with_columns([pl.lit(None, dtype=pl.Float64).alias(n) for n in missing])
+
+
+STEPS = {1: _from_schema_1, 2: _from_schema_2}  # schema -> the step to the next
 
 
 def tables_schema(manifest: Mapping[str, Any]) -> int:

@@ -1,6 +1,7 @@
 """Serving one replica, as pure maths: the requests (traffic), the replica the scheduler sees
 (replica), the time of one engine step (step: the one step model `spec` prices its decode step
-with too), the step-by-step simulation (simulate) and its fast mean-field stand-in (meanfield),
+with too), the step-by-step simulation (simulate; its loop in loop: at one K, or with K
+switched by the running batch) and its fast mean-field stand-in (meanfield),
 what a run measured (metrics), latency targets (sla) and how far a simulated answer moves with
 the seed (interval). No I/O; numpy only.
 
@@ -20,6 +21,7 @@ _FACE = {
     "Replica": "replica",
     "Load": "replica",
     "Run": "replica",
+    "KSwitch": "replica",
     "step_table": "step",
     "engine_step_seconds": "step",
     "mean_field": "meanfield",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from infersize.core.arrays import FloatArray, IntArray
@@ -17,6 +18,28 @@ from infersize.core.memory import KvLayout
 from infersize.core.serving.step import StepTable, step_table
 from infersize.core.tree import CHAIN, Tree
 from infersize.errors import InfersizeError
+
+
+@dataclass(frozen=True, kw_only=True)
+class KSwitch:
+    """K chosen each step by the requests it schedules (prefills included), as vLLM's
+    num_speculative_tokens_per_batch_size and TensorRT-LLM's draft_len_schedule read their
+    tables: `last_batch[j]` the last batch of range j (inclusive), run at `draft_k[j]`; past
+    the last range its K. `tables` holds the step model at each K; `scale[b]` the step time's
+    factor at b requests (what running with a schedule costs the engine; 1 where none is
+    measured), its last entry for every larger batch."""
+
+    last_batch: tuple[int, ...]
+    draft_k: tuple[int, ...]
+    tables: dict[int, StepTable]
+    scale: tuple[float, ...] = (1.0,)
+
+    def k_at(self, batch: int) -> int:
+        """The K of the range holding `batch`."""
+        return self.draft_k[min(bisect_left(self.last_batch, batch), len(self.draft_k) - 1)]
+
+    def scale_at(self, batch: int) -> float:
+        return self.scale[min(batch, len(self.scale) - 1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +61,7 @@ class Replica:
     # admit a request only when its whole answer's KV fits beside every running request's
     # (TensorRT-LLM's GUARANTEED_NO_EVICT), never preempting; else when its first chunk fits
     reserve_whole: bool = False
+    switch: KSwitch | None = None  # K by the running batch (None: `table`'s K every step)
 
     @property
     def step_tokens(self) -> int:
@@ -55,6 +79,8 @@ class Load:
     arrivals: FloatArray | None  # open loop: arrival times, non-decreasing
     concurrency: int | None = None  # closed loop: clients, each sending when its last ends
     give_up: GiveUp | None = None  # stop as soon as the run can no longer meet a target
+    # with a K switch: each request's steps at each K of it, drawn as an arm at that K draws
+    steps_by_k: dict[int, IntArray] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +172,18 @@ def sequence_kv_bytes(layout: Layout, context: float) -> float:
     return full * context + window_bytes * min(context, window) + state
 
 
+def steps_until(wait: float, first: float, slope: float) -> int:
+    """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
+    if wait <= 0:
+        return 1
+    if abs(slope) < 1e-15 * first:
+        return max(1, math.ceil(wait / first))
+    a, b = slope / 2.0, first - slope / 2.0
+    disc = b * b + 4.0 * a * wait
+    n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
+    return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
+
+
 def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
     """The deployment an arm runs: with its drafter at K ≥ 1, else the target alone (K = 0 is
     plain decoding: the drafter is not loaded, so its memory goes to the pool)."""
@@ -216,13 +254,27 @@ def check_fits(
         )
 
 
-def steps_until(wait: float, first: float, slope: float) -> int:
-    """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
-    if wait <= 0:
-        return 1
-    if abs(slope) < 1e-15 * first:
-        return max(1, math.ceil(wait / first))
-    a, b = slope / 2.0, first - slope / 2.0
-    disc = b * b + 4.0 * a * wait
-    n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
-    return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
+def switched_replica(
+    dep: DeploymentNumbers,
+    engine: Engine,
+    ranges: tuple[tuple[int, int], ...],
+    scale: tuple[float, ...] = (1.0,),
+) -> Replica:
+    """`dep` serving with K switched by the running batch: `ranges` (last batch, K), batches
+    ascending. Memory and lookahead slots at the largest K (vLLM's num_speculative_tokens
+    sizes them at start), the running limit at the smallest K's share of the budget, and the
+    step model at each K (a chain of drafts; K = 0 runs the target alone)."""
+    ks = tuple(k for _, k in ranges)
+    base = replica(dep, engine, max(ks))
+    budget = base.max_num_batched_tokens
+    seqs = min(running_limit(dep, engine, max(ks), CHAIN), budget // (1 + min(ks)))
+    most = seqs * (1 + max(ks)) + budget
+    tables = {k: step_table(dep.target, dep.draft, engine, k, most) for k in set(ks)}
+    return dataclasses.replace(
+        base,
+        table=tables[ks[0]],
+        max_num_seqs=seqs,
+        switch=KSwitch(
+            last_batch=tuple(last for last, _ in ranges), draft_k=ks, tables=tables, scale=scale
+        ),
+    )

@@ -67,6 +67,19 @@ class ArmResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KScheduleAnswer:
+    """`capacity --k-schedule`: the table served (K by the running batch) beside the best
+    static K for the load and plain decoding."""
+
+    source: str  # auto, or the file it was read from
+    table: tuple[tuple[int, int, int], ...]  # inclusive (first, last, K); last 2^30: no end
+    engine_cost: bool  # the step time carries the engine's measured cost of a schedule
+    scheduled: ArmResult  # the table served
+    static: ArmResult  # the best static K for the load (K = 0 where none pays)
+    serves: str  # "schedule" or "static": which the speculative arm is (auto: the better)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CapacityResult:
     target: str
     draft: str | None
@@ -87,6 +100,7 @@ class CapacityResult:
     confidence: str
     confidence_reason: str
     notes: tuple[str, ...]
+    k_schedule: KScheduleAnswer | None = None  # with --k-schedule
 
     def arm(self, kind: ArmKind) -> ArmResult | None:
         return self.speculative if kind.speculates else self.baseline
@@ -107,3 +121,26 @@ class CapacityResult:
         if not base or not spec or base.gpus is None or spec.gpus is None:
             return None
         return base.gpus - spec.gpus
+
+
+def k_schedule_json(answer: KScheduleAnswer | None) -> dict[str, Any] | None:
+    """The `k_schedule` object of `capacity --json`: the table, and each arm's capacity and
+    fleet (the schedule's, the best static K's, plain decoding's is `baseline`'s)."""
+    if answer is None:
+        return None
+    arms = {"schedule": answer.scheduled, "static": answer.static}
+    return {
+        "source": answer.source,
+        "table": [[a, None if b >= 1 << 30 else b, k] for a, b, k in answer.table],
+        "engine_cost": answer.engine_cost,
+        "static_draft_k": answer.static.draft_k,
+        "max_request_rate": {
+            key: None if arm.capacity is None else arm.capacity.max_request_rate
+            for key, arm in arms.items()
+        },
+        "gpus": {key: None if arm.fleet is None else arm.fleet.gpus for key, arm in arms.items()},
+        "usd_per_hour": {
+            key: None if arm.fleet is None else arm.fleet.usd_per_hour for key, arm in arms.items()
+        },
+        "serves": answer.serves,
+    }

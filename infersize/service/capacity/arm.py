@@ -43,6 +43,19 @@ class Arm:
         outputs = replay(self.traffic.output_tokens, n)
         return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
 
+    @cached_property
+    def steps_by_k(self) -> dict[int, np.ndarray] | None:
+        """With K switched by the batch: each request's steps at each K of the table, drawn as
+        the arm at that K draws them (its rates a prefix of the largest K's)."""
+        switch = self.replica.switch
+        if switch is None:
+            return None
+        outputs = replay(self.traffic.output_tokens, self.traffic.requests)
+        return {
+            k: verify_steps(_rng(self.traffic, 1 + k), outputs - 1, self.rates[:k])
+            for k in sorted(set(switch.draft_k))
+        }
+
 
 def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
     """Independent, seeded streams: 0 arrivals, 1 + K a K's acceptance draws; a replication
@@ -126,6 +139,9 @@ def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
         steps=arm.steps[:n],
         arrivals=arrivals,
         concurrency=clients,
+        steps_by_k=None
+        if arm.steps_by_k is None
+        else {k: s[:n] for k, s in arm.steps_by_k.items()},
     )
 
 

@@ -52,6 +52,7 @@ class CapacityRequest:
     replications: int = DEFAULTS.capacity_replications  # capacity searches under other draws
     tp_auto: bool = False  # each arm at the tensor-parallel size of fewest GPUs
     engine_by_default: bool = False  # the engine is capacity's default, not the user's
+    k_schedule: str | None = None  # K by the running batch: auto, or a file holding the table
 
 
 def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from infersize.catalog.store import Catalog
 from infersize.core.serving.metrics import ServingMetrics, sla_breaches
-from infersize.service.capacity.answer import ARMS, ArmResult, CapacityResult
+from infersize.service.capacity.answer import ARMS, ArmResult, CapacityResult, k_schedule_json
 from infersize.service.capacity.arm import Arm, choose_draft_k, make_arm, screen_score, serve
 from infersize.service.capacity.fleet import Fleet, fleet
 from infersize.service.capacity.floor import floor_remedy
@@ -81,7 +81,7 @@ def _measure(
     return alone(arm, traffic), "one request at a time (no rate meets the SLA)", None
 
 
-def _arm_result(
+def arm_result(
     prepared: Prepared, req: CapacityRequest, arm: Arm, first: Capacity | None
 ) -> ArmResult:
     """The arm's answer: the capacity's replications, its fleet, its metrics at the load."""
@@ -161,7 +161,7 @@ def plain_decoding(prepared: Prepared, req: CapacityRequest, cache: BaselineCach
     """Plain decoding's arm as run_capacity answers it, computed once per key of the cache."""
     key = baseline_key(prepared, req)
     if key not in cache:
-        cache[key] = _arm_result(prepared, req, *_first(prepared, req, 0))
+        cache[key] = arm_result(prepared, req, *_first(prepared, req, 0))
     return cache[key]
 
 
@@ -203,7 +203,7 @@ def run_capacity(
         speculative = (
             baseline
             if k == 0
-            else _arm_result(prepared, req, *firsts.get(k) or _first(prepared, req, k, scale))
+            else arm_result(prepared, req, *firsts.get(k) or _first(prepared, req, k, scale))
         )
         if req.draft_k_auto and _rate(speculative) < _rate(baseline):
             speculative = baseline  # over all replications K = 0 serves more: it is the answer
@@ -327,6 +327,7 @@ def capacity_json(result: CapacityResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "confidence_reason": result.confidence_reason,
         "notes": list(result.notes),
+        "k_schedule": k_schedule_json(result.k_schedule),
     }
     return data
 

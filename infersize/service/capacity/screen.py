@@ -15,6 +15,7 @@ answer_rows, does all of it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -26,7 +27,9 @@ from infersize.core.serving.meanfield import mean_field, sustained_rate
 from infersize.core.serving.metrics import sla_breaches
 from infersize.service.capacity.answer import ArmKind
 from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, screen_score, serve
+from infersize.service.capacity.breakeven import break_even_rate
 from infersize.service.capacity.fleet import replicas_for
+from infersize.service.capacity.kschedule import schedule_capacity
 from infersize.service.capacity.request import (
     CapacityRequest,
     NoKvRoomError,
@@ -88,6 +91,10 @@ class RowAnswer:
     baseline: RowArm
     speculative: RowArm
     simulated: bool
+    # the rate per replica above which speculation stops paying (service/capacity/breakeven.py)
+    break_even_request_rate: float | None = None
+    # a simulated row's capacity with K by the running batch (the auto table; None: not served)
+    k_schedule_request_rate: float | None = None
     # the screen cannot stand in for the simulator here: plain decoding serves nothing (the
     # arms' ratio scales nothing), or the simulator breaks the SLA below the screened capacity
     unsure: bool = False
@@ -189,7 +196,8 @@ def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
 def simulate_row(
     request: CapacityRequest, catalog: Catalog, rates: tuple[float, ...], cache: RowCache
 ) -> RowAnswer:
-    """The simulator's answer: exactly `infersize capacity --draft-k auto`'s."""
+    """The simulator's answer: exactly `infersize capacity --draft-k auto`'s, and the auto K
+    table's capacity beside it."""
     result = run_capacity(request, catalog, cache.plain)
     prepared = prepare_capacity(request, catalog)
     _arm, limit, plain_latency = _plain(prepared, request, cache)
@@ -206,6 +214,7 @@ def simulate_row(
         baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
         speculative=_row_arm(spec_rate, spec_arm.capacity.interval, spec_latency, request, rates),
         simulated=True,
+        k_schedule_request_rate=schedule_capacity(prepared, request, catalog),
     )
 
 
@@ -348,4 +357,15 @@ def answer_rows(
             if leaders <= simulated:
                 break
             confirm(leaders)
-    return answers
+    return [
+        _with_break_even(row, answer, catalog, cache)
+        for row, answer in zip(rows, answers, strict=True)
+    ]
+
+
+def _with_break_even(row: Row, answer: RowAnswer, catalog: Catalog, cache: RowCache) -> RowAnswer:
+    if answer is NO_ROOM:
+        return answer
+    prepared = prepare_capacity(row.request, catalog)
+    rate = break_even_rate(prepared, row.request, answer.draft_k, cache.replicas)
+    return dataclasses.replace(answer, break_even_request_rate=rate)

@@ -122,6 +122,25 @@ CAPACITY_COLUMNS: tuple[Column, ...] = (
     *_per_arm(
         "max_request_rate_high", "float", "requests/s", "the high end of max_request_rate's range"
     ),
+    Column(
+        name="max_request_rate_k_schedule",
+        kind="float",
+        unit="requests/s",
+        description="the highest request rate per replica at which every SLA term holds with K "
+        "chosen each step by the running batch, from the table infersize schedule prices (as "
+        "capacity --k-schedule auto serves it, one search, the engine's measured cost of a "
+        "switching table included), beside max_request_rate_speculative's static K; null where "
+        "the row is screened, the engine has no such table or the drafter drafts a tree",
+    ),
+    Column(
+        name="break_even_request_rate",
+        kind="float",
+        unit="requests/s",
+        description="the request rate per replica above which speculation stops paying: where "
+        "its mean e2e latency meets plain decoding's (mean-field model), at draft_k, or where "
+        "draft_k is 0 at the K fastest for a lone request; 0: slower at any load; null: faster "
+        "at every rate both arms sustain",
+    ),
     *_per_arm("replicas", "int", "replicas", "ceil(headroom × target rate / max_request_rate)"),
     *_per_arm("gpus", "int", "GPUs", "replicas × tp"),
     *_per_arm("gpus_low", "int", "GPUs", "gpus at max_request_rate_high (null: none)"),

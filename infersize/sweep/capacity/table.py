@@ -88,6 +88,8 @@ def _row(
         "engine": "",
         "price_usd_per_hour": price,
         "draft_k": answer.draft_k,
+        "max_request_rate_k_schedule": answer.k_schedule_request_rate,
+        "break_even_request_rate": answer.break_even_request_rate,
         "speculation_saves_gpus": (
             None if plain is None or speculative is None else plain - speculative
         ),
