@@ -9,35 +9,10 @@ import json
 import pytest
 
 from infersize.cli import app
+from tests.support import readme
 
-README_DEPLOYMENT = [
-    "--target",
-    "llama-3.1-70b",
-    "--target-quant",
-    "fp8",
-    "--gpu",
-    "h100",
-    "--tp",
-    "2",
-    "--engine",
-    "vllm",
-]
-LOAD = [
-    "--input-tokens",
-    "1024",
-    "--output-tokens",
-    "256",
-    "--request-rate",
-    "2",
-    "--sla",
-    "ttft:p99<=2000ms;tpot:p99<=50ms",
-    "--target-request-rate",
-    "20",
-    "--requests",
-    "400",
-    "--replications",
-    "1",
-]
+README_DEPLOYMENT = readme.TARGET
+LOAD = [*readme.LOAD, *readme.SLA, *readme.QUICK]
 
 
 def _json(runner, *args):

@@ -19,30 +19,10 @@ from infersize.service.capacity.ktable import BEYOND, read_k_schedule
 from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
+from tests.support import readme
 
-README_DEPLOYMENT = [
-    "capacity",
-    "--target",
-    "llama-3.1-70b",
-    "--target-quant",
-    "fp8",
-    "--draft",
-    "llama-3.2-1b",
-    "--gpu",
-    "h100",
-    "--tp",
-    "2",
-    "--engine",
-    "vllm",
-    "--input-tokens",
-    "1024",
-    "--output-tokens",
-    "256",
-    "--request-rate",
-    "2",
-]
-SLA = ["--sla", "ttft:p99<=2000ms;tpot:p99<=50ms", "--target-request-rate", "20"]
-QUICK = ["--requests", "400", "--replications", "1"]
+README_DEPLOYMENT = ["capacity", *readme.TARGET, "--draft", "llama-3.2-1b", *readme.LOAD]
+SLA, QUICK = readme.SLA, readme.QUICK
 
 
 def _prepared(requests=300, concurrency=None):
