@@ -62,10 +62,13 @@ SOURCE = re.compile(
 LOCAL_PATH = re.compile(r"(^|[\s(])(\.\./|/work/|/home/|/tmp/)")  # a path on one machine
 
 EOS_LENGTHS = (
-    "the run's answers end at EOS at different lengths (100 tokens of the 128 asked, on "
-    "average), which spreads its clients apart; the simulator serves every answer at the mean "
-    "100 tokens, so past the first step (the first request alone, the rest together) its "
-    "clients still move in groups whose prompts share one prefill step"
+    "vLLM's benchmark client holds every request behind asyncio.Semaphore(max_concurrency): the "
+    "first max-concurrency requests start together and each later one when a request ends, so "
+    "answers of one length keep its clients in waves whose prompts share a prefill step. This "
+    "run's answers ended at EOS (no --ignore-eos: 100 tokens of the 128 asked, on average) at "
+    "lengths the page does not give, which spread the clients apart; the simulator serves "
+    "every answer at the mean 100 tokens, so its waves stay, and their spread would need a "
+    "length distribution the source does not publish"
 )
 SMALL_EXPERTS = (
     "the roofline prices a step of 256 decodes at 14 ms where the measured TPOT is 29 ms: "
