@@ -112,6 +112,9 @@ SERVING: dict[str, Any] = {
     "eager_layer_overhead_s": 3.5e-4,
     "eager_moe_layer_overhead_s": 5e-4,
     "eager_mla_layer_overhead_s": 1e-3,
+    # the 16-bit share: TensorRT-LLM 0.14's FP16 columns (H100 and A100) are the fit rows
+    # that set it
+    "mfu": 0.65,
     "mfu_fp8": 0.65,
     "mfu_fp4": 0.4,
 }
