@@ -1,7 +1,8 @@
 """`infersize alpha --from-*` on hostile and careless input: every malformed number, impossible
 count or oversized line is exit code 2 and one line that names what the log said, never a
 traceback, a wrong α or a flag the user did not give; and each reader takes time linear in the
-length of a line (a line ten times longer costs at most about fifteen times the time)."""
+length of a line (a line ten times longer costs at most thirty times the time, where quadratic
+work costs a hundred)."""
 
 from __future__ import annotations
 
@@ -268,10 +269,11 @@ def _best_time(source: str, text: str, repeats: int) -> float:
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_each_reader_takes_time_linear_in_the_line_length(shape):
     """The same hostile line at 40,000 and 400,000 characters (the best of five runs each):
-    ten times the length costs at most fifteen times the time (the old patterns took
-    quadratic time: a 60 kB line of digits 76 s)."""
+    ten times the length costs at most thirty times the time. Quadratic work costs a hundred
+    (the old patterns: a 60 kB line of digits took 76 s); linear work has measured up to
+    seventeen on a loaded two-core machine."""
     source, make = SHAPES[shape]
     short, long = make(SHORT_LINE), make(10 * SHORT_LINE)
     small = _best_time(source, short, 5)
     large = _best_time(source, long, 5)
-    assert large <= 15 * small + 1e-4, f"{shape}: {small:.6f} s, then {large:.6f} s"
+    assert large <= 30 * small + 1e-4, f"{shape}: {small:.6f} s, then {large:.6f} s"
