@@ -92,6 +92,8 @@ PROMPT_TOKENS = Bound(name="input_tokens", kind=int, low=1, high=10_000_000)
 ANSWER_TOKENS = Bound(name="output_tokens", kind=int, low=1, high=10_000_000)
 SEED = Bound(name="seed", kind=int, low=0, high=2**32 - 1)
 HEADROOM = Bound(name="headroom", low=1.0, high=1000.0)
+# an hourly price far past any GPU's, so that a fleet's dollars stay a finite number
+PRICE_USD_PER_HOUR = Bound(name="price_usd_per_hour", low=0.0, high=1e6, unit="$ per GPU-hour")
 
 # A draft tree: candidates per node (SGLang's trees use up to 10) and the tokens the target
 # verifies per sequence, the root included (far past any tree an engine verifies)

@@ -23,7 +23,7 @@ TABLES = (
     "capacity.csv",
     "sweep.resolved.yaml",
 )
-SMALL = TWO_TARGETS.replace("requests: 200", "requests: 60")
+SMALL = TWO_TARGETS.replace("requests: 200", "requests: 100")
 
 # The sweep run in a process of its own that kills itself (SIGKILL: no clean-up of any kind)
 # where it would publish the generation it has merged

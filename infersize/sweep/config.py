@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from infersize.bounds import BEST_TOP_N, EAGLE_TOPK, TREE_TOKENS
+from infersize.bounds import BEST_TOP_N, EAGLE_TOPK, PRICE_USD_PER_HOUR, TREE_TOKENS
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import TP_SIZES
@@ -38,6 +38,7 @@ from infersize.sweep.capacity.schema import (
     CapacityOptions,
     SlaText,
     WorkloadEntry,
+    check_requests_per_run,
     check_slas,
     check_target_rates,
     check_workloads,
@@ -103,7 +104,7 @@ class GpuEntry(_Strict):
     # tensor-parallel sizes, or auto: those of one node (1, 2, 4, 8) that divide each target's
     # attention heads
     tp: list[int] | Literal["auto"] = Field(default=[1], min_length=1)
-    price_usd_per_hour: float | None = Field(default=None, ge=0)
+    price_usd_per_hour: float | None = PRICE_USD_PER_HOUR.schema_field(None)
 
     @field_validator("tp")
     @classmethod
@@ -221,6 +222,11 @@ class _SweepFile(_Strict):
         if "workloads" not in info.data:  # the workloads are wrong: that error is enough
             return slas
         return check_slas(slas, info.data["workloads"])
+
+    @field_validator("capacity")
+    @classmethod
+    def _enough_requests(cls, capacity: CapacityOptions, info: ValidationInfo) -> CapacityOptions:
+        return check_requests_per_run(capacity, info.data.get("slas"))
 
     @field_validator("target_request_rates")
     @classmethod

@@ -19,6 +19,7 @@ from infersize.errors import ValueRangeError
 METRICS = ("ttft", "tpot", "itl", "e2e")
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 UNITS = {"ms": 1e-3, "s": 1.0}
+MIN_SLA_REQUESTS = 10  # fewer requests load a replica too little for a capacity to mean anything
 _TERM = re.compile(r"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*([0-9.eE+-]+)\s*([a-z]*)")
 
 
@@ -80,3 +81,25 @@ def parse_sla(text: str) -> Sla:
             raise ValueRangeError("sla", f"gives {metric} twice")
         terms.append(SlaTerm(metric, statistic, limit))
     return Sla(tuple(terms))
+
+
+def fewest_requests(statistic: str) -> int:
+    """The fewest requests whose `statistic` is one: a percentile pq needs 100 / (100 − q) of
+    them (of fewer, numpy's interpolated p99 is nearly their maximum), and any capacity search
+    MIN_SLA_REQUESTS."""
+    if statistic == "mean":
+        return MIN_SLA_REQUESTS
+    share_above = 100 - int(statistic[1:])
+    return max(MIN_SLA_REQUESTS, -(-100 // share_above))
+
+
+def check_requests(sla: Sla, requests: int) -> None:
+    """Refuse a run of too few requests for a statistic the SLA asks of them."""
+    for term in sla.terms:
+        fewest = fewest_requests(term.statistic)
+        if requests < fewest:
+            raise ValueRangeError(
+                "requests",
+                f"{requests:,} is too few for the SLA term '{term}': its {term.statistic} needs "
+                f"at least {fewest:,} requests",
+            )
