@@ -20,7 +20,11 @@ METRICS = ("ttft", "tpot", "itl", "e2e")
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 UNITS = {"ms": 1e-3, "s": 1.0}
 MIN_SLA_REQUESTS = 10  # fewer requests load a replica too little for a capacity to mean anything
-_TERM = re.compile(r"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*([0-9.eE+-]+)\s*([a-z]*)")
+MAX_SLA_CHARS = 1000  # four terms take under 100; a longer text is not an SLA
+# No two parts of a term can match the same characters (a number's exponent needs a digit after
+# its 'e', so a unit's letters are never a number's): matching is linear in the term's length
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?"
+_TERM = re.compile(rf"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*({_NUMBER})\s*([a-z]*)")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,10 @@ def _problem(text: str) -> str:
 
 def parse_sla(text: str) -> Sla:
     """Terms separated by ';' (or ','); each metric once."""
+    if len(text) > MAX_SLA_CHARS:
+        raise ValueRangeError(
+            "sla", f"is {len(text):,} characters long; an SLA is at most {MAX_SLA_CHARS:,}"
+        )
     terms: list[SlaTerm] = []
     for part in re.split(r"[;,]", text.strip().lower()):
         part = part.strip()
