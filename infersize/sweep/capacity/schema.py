@@ -96,6 +96,8 @@ class CapacityOptions(_Strict):
     headroom: float = HEADROOM.schema_field(DEFAULTS.headroom)
     # capacity searches under independent draws: the mean answers, their spread is its range
     replications: int = REPLICATIONS.schema_field(DEFAULTS.capacity_replications)
+    # the capacity table's rows a sweep may hold, each a capacity search (sweep/size.py)
+    max_rows: int = Field(default=DEFAULTS.capacity_max_rows, ge=1)
 
 
 def known_workload_kind(text: str) -> str:
