@@ -86,6 +86,8 @@ REQUEST_RATE = Bound(name="request_rate", low=1e-6, high=1e6, what="a number of 
 TARGET_REQUEST_RATE = Bound(
     name="target_request_rate", low=1e-6, high=1e9, what="a number of requests/s"
 )
+# the largest fleet rate a figure draws: any fleet's, as the target rate
+MAX_RATE = Bound(name="max_rate", low=1e-6, high=1e9, what="a number of requests/s")
 CONCURRENCY = Bound(name="concurrency", kind=int, low=1, high=1 << 20)
 REQUESTS = Bound(name="requests", kind=int, low=1, high=1_000_000)
 PROMPT_TOKENS = Bound(name="input_tokens", kind=int, low=1, high=10_000_000)

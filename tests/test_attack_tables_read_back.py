@@ -112,3 +112,14 @@ def test_a_damaged_manifest_is_refused_by_its_key(swept, tmp_path, runner, edit,
     result = runner.invoke(app, args)
     expected = f"error: {out}/manifest.json: damaged ({problem}); run the sweep again\n"
     assert (result.exit_code, result.output) == (2, expected)
+
+
+@pytest.mark.parametrize(("rate", "shown"), [("1e308", "1e+308"), ("nan", "nan"), ("0", "0")])
+def test_a_figures_largest_rate_is_bounded_as_a_target_rate(swept, tmp_path, runner, rate, shown):
+    """--max-rate 1e308 overflowed polars' integers while the figure was drawn."""
+    args = ["plot", "capacity", str(swept), "--sla", "interactive", "--workload", "chat"]
+    result = runner.invoke(app, [*args, "--max-rate", rate, "--out", str(tmp_path / "f.png")])
+    assert (result.exit_code, result.output) == (
+        2,
+        f"error: --max-rate must be a number of requests/s in [1e-06, 1e+09], got {shown}\n",
+    )

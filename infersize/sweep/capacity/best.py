@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from infersize.bounds import MAX_RATE
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE, ArmKind
 from infersize.service.capacity.fleet import fleet
@@ -242,6 +243,8 @@ CURVE_POINTS = 200  # rates a fleet curve is drawn at, evenly up to its largest
 def curve_rates(out_dir: Path, max_rate: float | None = None) -> list[float]:
     """The rates a fleet curve is evaluated at: up to `max_rate`, else 1.5 × the largest
     swept target rate."""
+    if max_rate is not None:
+        MAX_RATE.check(max_rate)
     swept = read_table(out_dir, "capacity", CAPACITY_COLUMNS)["target_request_rate"]
     top = max_rate if max_rate is not None else 1.5 * float(swept.max() or 0.0)  # type: ignore[arg-type]
     if not (math.isfinite(top) and top > 0):
