@@ -177,15 +177,21 @@ READERS = {
 }
 
 
-def _read_back(edit: Callable[[Path], None], reader: list[str]) -> Callable[[Path], Outcome]:
+def _read_back(
+    edit: Callable[[Path], None], reader: list[str], words: str = "run the sweep again"
+) -> Callable[[Path], Outcome]:
     def case(tmp: Path) -> Outcome:
         out = tmp / "o"
         shutil.copytree(_pristine(), out, symlinks=True)
         edit(out / (out / "current").readlink())
         argv = [a.replace("{out}", str(out)).replace("{tmp}", str(tmp)) for a in reader]
-        return judge(command(argv, tmp), 2, "run the sweep again")
+        return judge(command(argv, tmp), 2, words)
 
     return case
+
+
+def _nothing(_generation: Path) -> None:
+    """The folder as the sweep left it."""
 
 
 def _edit_table(change: Callable[[pl.DataFrame], pl.DataFrame]) -> Callable[[Path], None]:
@@ -278,6 +284,10 @@ def folder_cases() -> list[tuple[str, str, Callable[[Path], Outcome]]]:
         ("kills", "SIGHUP to the group", _hung_up("SIGHUP")),
         ("kills", "SIGINT to the group", _hung_up("SIGINT")),
     ]
+    plot = [*READERS["plot"], "--max-rate", "1e308"]
+    cases.append(
+        ("tables read back", "plot --max-rate 1e308", _read_back(_nothing, plot, "--max-rate"))
+    )
     for name, change in TABLE_EDITS.items():
         for reader, argv in READERS.items():
             cases.append(
