@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attack_capacity import CASES as CAPACITY_CASES
+from attack_capacity_folders import folder_cases, fuzzed
 from attack_cases import Case, alpha_cases, bad_input_cases, hostile_input_cases
 from attack_scenarios import SCENARIOS
 from attack_tools import OUTCOMES, command, judge, lost, snapshot
@@ -134,6 +136,9 @@ def run_case(case: Case | tuple[str, str, Callable[..., tuple[str, str]]]) -> tu
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fuzz", type=int, default=60, help="fuzzed spec command lines")
+    parser.add_argument(
+        "--fuzz-capacity", type=int, default=40, help="fuzzed capacity command lines"
+    )
     parser.add_argument("--only", help="only the cases of this group")
     args = parser.parse_args()
     os.environ["INFERSIZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="attack-cache-")
@@ -143,6 +148,9 @@ def main() -> None:
         *hostile_input_cases(),
         *alpha_cases(),
         *fuzz_cases(args.fuzz),
+        *CAPACITY_CASES,
+        *folder_cases(),
+        *fuzzed(args.fuzz_capacity),
     ]
     cases = [c for c in cases if args.only is None or c[0] == args.only]
     tally: dict[str, Counter[str]] = {}

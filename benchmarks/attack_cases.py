@@ -243,7 +243,7 @@ def hostile_input_cases() -> list[Case]:
     )
     price = good.replace("[h100]", "[{name: h100, price_usd_per_hour: 1e308}]")
     out = ["sweep", "run", "{tmp}/s.yaml", "--out", "{tmp}/o", "-q"]
-    cases.append(("input", "gpu price 1e308", {"s.yaml": price}, out, 0, ""))
+    cases.append(("input", "gpu price 1e308", {"s.yaml": price}, out, 2, "price_usd_per_hour"))
     return cases
 
 

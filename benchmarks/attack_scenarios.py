@@ -20,8 +20,8 @@ from pathlib import Path
 from attack_tools import command, judge, lost, snapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.sweeps import BIG, TINY
 from tests.test_output_folder_attacks import KILL_AT
-from tests.test_writer_safety import BIG, TINY
 
 Outcome = tuple[str, str]
 SCENARIOS: list[tuple[str, str, Callable[[Path], Outcome]]] = []

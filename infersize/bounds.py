@@ -86,12 +86,16 @@ REQUEST_RATE = Bound(name="request_rate", low=1e-6, high=1e6, what="a number of 
 TARGET_REQUEST_RATE = Bound(
     name="target_request_rate", low=1e-6, high=1e9, what="a number of requests/s"
 )
+# the largest fleet rate a figure draws: any fleet's, as the target rate
+MAX_RATE = Bound(name="max_rate", low=1e-6, high=1e9, what="a number of requests/s")
 CONCURRENCY = Bound(name="concurrency", kind=int, low=1, high=1 << 20)
 REQUESTS = Bound(name="requests", kind=int, low=1, high=1_000_000)
 PROMPT_TOKENS = Bound(name="input_tokens", kind=int, low=1, high=10_000_000)
 ANSWER_TOKENS = Bound(name="output_tokens", kind=int, low=1, high=10_000_000)
 SEED = Bound(name="seed", kind=int, low=0, high=2**32 - 1)
 HEADROOM = Bound(name="headroom", low=1.0, high=1000.0)
+# an hourly price far past any GPU's, so that a fleet's dollars stay a finite number
+PRICE_USD_PER_HOUR = Bound(name="price_usd_per_hour", low=0.0, high=1e6, unit="$ per GPU-hour")
 
 # A draft tree: candidates per node (SGLang's trees use up to 10) and the tokens the target
 # verifies per sequence, the root included (far past any tree an engine verifies)

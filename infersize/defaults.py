@@ -47,6 +47,8 @@ class Defaults:
     # capacity searches under independent draws: their mean is the answer, their spread its
     # 95 % interval (core/serving/interval.py)
     capacity_replications: int = 5
+    # capacity sweeps: rows at most unless the file raises it (about 30 ms a row: 25 minutes)
+    capacity_max_rows: int = 50_000
     seed: int = 0
     headroom: float = 1.0
     arrival: str = "poisson"

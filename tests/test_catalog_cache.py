@@ -65,6 +65,22 @@ def test_a_damaged_cache_is_parsed_again(cache):
     assert len(entry.read_bytes()) > 1000  # rewritten whole
 
 
+def test_a_folder_where_an_entry_should_be_is_left_alone_and_parsed_past(cache, runner):
+    """os.fdopen of a folder raised IsADirectoryError: every command that read the catalog
+    ended in an internal error (exit 1)."""
+    from infersize.cli import app
+
+    expected = load().model("qwen2.5-7b")
+    (entry,) = cache.iterdir()
+    entry.unlink()
+    entry.mkdir()
+    (entry / "mine.txt").write_text("kept")
+    assert load().model("qwen2.5-7b") == expected
+    result = runner.invoke(app, ["models", "show", "qwen2.5-7b", "--json"])
+    assert result.exit_code == 0, result.output
+    assert (entry / "mine.txt").read_text() == "kept"
+
+
 def test_a_folder_others_can_write_is_not_trusted(cache):
     cache.mkdir(mode=0o700)
     cache.chmod(0o777)  # writable by others: the point of the test

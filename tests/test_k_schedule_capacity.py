@@ -61,7 +61,7 @@ def test_k_follows_the_running_batch():
     # one client keeps one request running: the table's K at batch 1 serves every step; 32
     # clients keep the batch above 1 but at each run's last requests, so K = 0 serves nearly
     # every step and the TPOT is plain decoding's within the tail's few steps
-    one, traffic = _prepared(requests=60, concurrency=1)
+    one, traffic = _prepared(requests=100, concurrency=1)  # the fewest a p99 needs
     table = ((1, 3), (BEYOND, 0))
     assert serve(_switched(one, traffic, table), traffic) == serve(
         make_arm(one, traffic, 3), traffic

@@ -286,19 +286,21 @@ def test_a_grid_with_nothing_left_to_score_is_an_error(runner, tmp_path):
     )
 
 
-def test_a_price_of_1e308_is_tabulated_without_a_warning(runner, tmp_path):
-    """Rounding $/Mtok of a GPU priced at 1e308 overflowed: a RuntimeWarning on stderr and an
-    infinite cost in the tables."""
+def test_a_price_of_1e308_is_refused_before_it_reaches_a_table(runner, tmp_path):
+    """Rounding $/Mtok of a GPU priced at 1e308 overflowed, and a fleet of such GPUs costs an
+    infinite number of dollars: the price is bounded where the sweep file is read."""
     sweep = tmp_path / "s.yaml"
     sweep.write_text(
         "targets: [qwen2.5-7b]\ndrafts: [qwen2.5-0.5b]\n"
         "gpus: [{name: h100, price_usd_per_hour: 1e308}]\ncontext_lengths: [4096]\n"
     )
     result = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(tmp_path / "o"), "-q"])
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    costs = pq.read_table(tmp_path / "o" / "best_pairs.parquet")["usd_per_mtok"].to_pylist()
-    assert all(1e307 < c < float("inf") for c in costs)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {sweep}: line 3: key 'gpus.0.price_usd_per_hour': Input should be less than or "
+        "equal to 1000000\n",
+    )
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("rates", ["0.5,,0.3", "0.5,0.3,", ",0.5"])

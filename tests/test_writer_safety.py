@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from infersize.sweep.plan import build_plan
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
 from infersize.sweep.store import folder, walk
 from tests.support.commands import cli_process
-from tests.support.sweeps import TINY, plan_of, published, temp_files
+from tests.support.sweeps import BIG, TINY, plan_of, published, temp_files, wait_for_chunks
 
 
 @pytest.fixture(scope="module")
@@ -251,25 +250,6 @@ def test_report_never_writes_through_a_fifo_or_a_device(runner, tmp_path):
     assert fifo.exists() and not fifo.is_file()
 
 
-BIG = (  # 36 chunks of up to 1,000 cells: workers, and time to kill the run in the middle
-    TINY.replace("SPEEDUP", "roofline")
-    .replace("context_lengths: [2048, 8192]", "context_lengths: [1024, 2048, 4096, 8192, 16384]")
-    .replace("gpus: [l4, h100]", "gpus: [l4, h100, a100-40gb, rtx-4090, l40s, a10g]")
-    .replace("batch_sizes: [1, 8]", "batch_sizes: [1, 2, 4, 8, 16, 32]")
-    .replace("acceptance_rates: [0.6, 0.8]", "acceptance_rates: [0.5, 0.6, 0.7, 0.8]")
-    .replace("stop: 4", "stop: 16")
-)
-
-
-def _wait_for_chunks(out: Path, proc: subprocess.Popen, n: int) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if len(list(out.glob(".generations/*.partial/parts/done/*.json"))) >= n:
-            return
-        time.sleep(0.002)
-    raise AssertionError("the run ended before it could be killed")
-
-
 def test_workers_of_a_killed_run_write_nothing_into_the_next(tmp_path):
     """Item 1. SIGKILL reaches only the main process: its workers are orphaned and would
     finish their chunks. A new run of another configuration in the same folder must publish
@@ -284,7 +264,7 @@ def test_workers_of_a_killed_run_write_nothing_into_the_next(tmp_path):
     out = tmp_path / "out"
     proc = cli_process(tmp_path, "sweep", "run", str(big), "--out", str(out), "--jobs", "2", "-q")
     try:
-        _wait_for_chunks(out, proc, 1)
+        wait_for_chunks(out, proc, 1)
         os.kill(proc.pid, signal.SIGKILL)  # the main process only
         proc.wait(timeout=30)
         second = cli_process(tmp_path, "sweep", "run", str(other), "--out", str(out), "-q")
@@ -306,7 +286,7 @@ def test_sigterm_kills_the_workers_and_says_how_to_resume(tmp_path):
     big.write_text(BIG)
     out = tmp_path / "out"
     proc = cli_process(tmp_path, "sweep", "run", str(big), "--out", str(out), "--jobs", "2", "-q")
-    _wait_for_chunks(out, proc, 1)
+    wait_for_chunks(out, proc, 1)
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=60) == 130
     log = (tmp_path / "stderr.log").read_text()
@@ -345,7 +325,7 @@ def test_a_killed_worker_ends_the_run_in_one_line_and_resume_finishes_it(tmp_pat
     assert cli_process(tmp_path, *run, "--out", str(clean)).wait(300) == 0
     proc = cli_process(tmp_path, *run, "--out", str(out))
     try:
-        _wait_for_chunks(out, proc, 1)
+        wait_for_chunks(out, proc, 1)
         workers = _loky_workers_of(proc.pid)
         assert workers, "the run has no worker to kill"
         for worker in workers:

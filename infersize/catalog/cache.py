@@ -71,18 +71,30 @@ def _trusted(folder: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and _mine(info)
 
 
-def _read_entry(path: Path) -> bytes | None:
-    """The bytes of `path` when it is a regular file of this user that nobody else can write
-    to and not over MAX_CACHE_BYTES (checked on the opened file, never through a link)."""
+def _open_own_file(path: Path) -> tuple[int, os.stat_result] | None:
+    """An open descriptor of `path` and its status when it is a regular file of this user that
+    nobody else can write to (checked on the opened file, never through a link); None for
+    anything else (a folder, a link, a device, another user's file), left as it is."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or not _mine(info):
+        os.close(fd)
+        return None
+    return fd, info
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of `path` when it is this user's own regular file (`_open_own_file`), not
+    over MAX_CACHE_BYTES."""
+    opened = _open_own_file(path)
+    if opened is None:
+        return None
+    fd, info = opened
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or not _mine(info) or info.st_size > MAX_CACHE_BYTES:
-            return None
-        return handle.read(MAX_CACHE_BYTES + 1)
+        return None if info.st_size > MAX_CACHE_BYTES else handle.read(MAX_CACHE_BYTES + 1)
 
 
 def _plain(value: Any) -> Any:
@@ -152,15 +164,12 @@ def _written_here(folder: Path, name: str) -> int | None:
     user's regular file), else None."""
     if not ENTRY_NAME.fullmatch(name):
         return None
-    try:
-        fd = os.open(folder / name, _OPEN_FLAGS)
-    except OSError:
+    opened = _open_own_file(folder / name)
+    if opened is None:
         return None
+    fd, info = opened
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and _mine(info) and handle.read(len(HEADER)) == HEADER:
-            return info.st_mtime_ns
-    return None
+        return info.st_mtime_ns if handle.read(len(HEADER)) == HEADER else None
 
 
 def _prune(folder: Path) -> None:

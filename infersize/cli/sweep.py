@@ -38,18 +38,13 @@ MaxCells = Annotated[
 
 
 def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepConfig, Plan]:
-    from infersize.sweep.config import cells_upper_bound, load_sweep
+    from infersize.sweep.config import load_sweep
     from infersize.sweep.plan import build_plan
+    from infersize.sweep.size import cells_upper_bound, check_size
 
     config, doc = load_sweep(path)
-    limit = max_cells if max_cells is not None else config.max_cells
+    check_size(config, path, max_cells)
     upper = cells_upper_bound(config)
-    if upper > limit:
-        raise InfersizeError(
-            f"{path}: the grid's axes multiply to {upper:,.0f} cells (before pairs and settings "
-            f"that do not apply are left out), over the limit of {limit:,}; raise it with "
-            "--max-cells or max_cells: in the YAML"
-        )
     if warm_jobs > 1:
         from infersize.sweep.workers import jobs_for, warm_workers
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from infersize.bounds import EAGLE_TOPK, TREE_TOKENS
+from infersize.bounds import EAGLE_TOPK, PRICE_USD_PER_HOUR, TREE_TOKENS
 from infersize.catalog.store import Catalog
 from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.arrays import FloatArray
@@ -112,9 +112,7 @@ def validate_request(req: SpecRequest) -> None:
             )
     price = req.deployment.price_usd_per_hour
     if price is not None:
-        _finite("price_usd_per_hour", price)
-        if price < 0:
-            raise ValueRangeError("price_usd_per_hour", f"must be >= 0, got {price}")
+        PRICE_USD_PER_HOUR.check(price)
 
 
 def _validate_tree(req: SpecRequest) -> None:
@@ -333,7 +331,7 @@ def _tree(req: SpecRequest, engine: Engine, model: SpeedupModel) -> Tree:
 def _alpha_from_length(length: float, draft_k: int, tree: Tree) -> float:
     """The i.i.d. α whose chain (or tree) at draft_k accepts `length` tokens per step."""
     alpha = float(alpha_for_tree_length(length, tree, draft_k))
-    if math.isnan(alpha):
+    if math.isnan(alpha) or math.isnan(length):  # NaN is no length, not "none accepted"
         most = most_tokens(tree, draft_k)
         raise ValueRangeError(
             "acceptance_length",

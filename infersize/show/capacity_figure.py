@@ -93,10 +93,12 @@ def capacity_figure(curves: list[LatencyCurve], result: CapacityResult) -> Figur
             labels.append(text)
     fig.legend(handles, labels, loc="lower center", ncols=3, fontsize=8, frameon=False)
     drafter = "" if result.draft is None else f" + {result.draft}"
-    fig.suptitle(
-        f"{result.target}{drafter} on {result.gpu_name} × {result.tp} ({result.engine}): "
-        f"{result.workload['input_tokens']:,.0f} in / {result.workload['output_tokens']:,.0f} "
-        "out tokens"
+    fig.suptitle(  # names from a catalog overlay are drawn as they are, never as mathtext
+        literal(
+            f"{result.target}{drafter} on {result.gpu_name} × {result.tp} ({result.engine}): "
+            f"{result.workload['input_tokens']:,.0f} in / "
+            f"{result.workload['output_tokens']:,.0f} out tokens"
+        )
     )
     fig.subplots_adjust(bottom=0.27, wspace=0.25)
     return fig

@@ -3,6 +3,7 @@ line on whether speculation pays at this load. Reads a CapacityResult; computes 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich import box
@@ -14,7 +15,13 @@ from infersize.service.capacity.answer import BASELINE, SPECULATIVE, ArmResult, 
 
 
 def _ms(stats: Stats, statistic: str) -> str:
-    return f"{stats.get(statistic):,.1f}"
+    value = stats.get(statistic)
+    return f"{value:,.1f}" if math.isfinite(value) else "-"  # no request has one
+
+
+def _seconds(stats: Stats, statistic: str) -> str:
+    value = stats.get(statistic)
+    return f"{value:,.2f}" if math.isfinite(value) else "-"
 
 
 def _number(value: float | int | None, digits: int = 2) -> str:
@@ -28,7 +35,10 @@ def _rows(arm: ArmResult) -> list[tuple[str, str]]:
         ("TTFT p50 / p99 (ms)", f"{_ms(arm.ttft_ms, 'p50')} / {_ms(arm.ttft_ms, 'p99')}"),
         ("TPOT p50 / p99 (ms)", f"{_ms(arm.tpot_ms, 'p50')} / {_ms(arm.tpot_ms, 'p99')}"),
         ("ITL p50 / p99 (ms)", f"{_ms(arm.itl_ms, 'p50')} / {_ms(arm.itl_ms, 'p99')}"),
-        ("e2e p50 / p99 (s)", f"{arm.e2e_latency_s.p50:,.2f} / {arm.e2e_latency_s.p99:,.2f}"),
+        (
+            "e2e p50 / p99 (s)",
+            f"{_seconds(arm.e2e_latency_s, 'p50')} / {_seconds(arm.e2e_latency_s, 'p99')}",
+        ),
         ("output tokens/s", _number(arm.output_tokens_per_s, 0)),
         ("requests/s", _number(arm.requests_per_s)),
         ("mean running sequences", _number(arm.mean_running_sequences, 1)),
@@ -50,7 +60,9 @@ def _headline(r: CapacityResult) -> str:
         return "the draft leaves no room for a KV cache at any K: plain decoding (K = 0)"
     if spec.draft_k == 0:
         return "speculation does not pay at this load: the best K is 0 (plain decoding)"
-    tpot = f"p50 TPOT {spec.tpot_ms.p50:.1f} ms vs {base.tpot_ms.p50:.1f} ms"
+    tpot = f"p50 TPOT {_ms(spec.tpot_ms, 'p50')} ms vs {_ms(base.tpot_ms, 'p50')} ms"
+    if not math.isfinite(spec.tpot_ms.p50 + base.tpot_ms.p50):
+        tpot = "no TPOT: every answer is one token"
     faster = spec.tpot_ms.p50 < base.tpot_ms.p50
     if r.sla is None:
         verdict = "pays" if faster else "does not pay"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from infersize.catalog.store import load_catalog
 from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
+from infersize.sweep.columns import Column
+from infersize.sweep.readback import checked_manifest, conformed
+from infersize.sweep.tables import OUTPUT_TABLES
 from infersize.sweep.upgrade import tables_schema, upgrade
 
 RUN = ("sweep run",)  # the command that makes a sweep's output folder
@@ -91,14 +95,18 @@ def _parquet(path: Path) -> pl.DataFrame:
         ) from None
 
 
-def read_table(out_dir: Path, table: str) -> pl.DataFrame:
-    """A table of the sweep, as this release reads it (sweep/upgrade.py)."""
+def read_table(out_dir: Path, table: str, columns: Sequence[Column] | None = None) -> pl.DataFrame:
+    """A table of the sweep, as this release reads it (sweep/upgrade.py), holding `columns`
+    (a decode table's own by default) as this release writes them (sweep/readback.py)."""
     path = out_dir / f"{table}.parquet"
     if not path.is_file():
         raise InfersizeError(
             f"{out_dir}: no {table}.parquet there; run {{sweep run}} first", commands=RUN
         )
-    return upgrade(table, _parquet(path), _schema(out_dir))
+    frame = upgrade(table, _parquet(path), _schema(out_dir))
+    if columns is None and table in OUTPUT_TABLES:
+        columns = OUTPUT_TABLES[table].columns
+    return conformed(frame, columns or (), path)
 
 
 def _schema(out_dir: Path) -> int:
@@ -127,7 +135,7 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
         raise InfersizeError(f"{path}: damaged (not JSON); run the sweep again") from None
     if not isinstance(manifest, dict):
         raise InfersizeError(f"{path}: damaged (not a JSON object); run the sweep again")
-    return manifest
+    return checked_manifest(manifest, path)
 
 
 def ranked(frame: pl.DataFrame) -> pl.DataFrame:

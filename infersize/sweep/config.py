@@ -23,10 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from infersize.bounds import BEST_TOP_N, EAGLE_TOPK, TREE_TOKENS
+from infersize.bounds import BEST_TOP_N, EAGLE_TOPK, PRICE_USD_PER_HOUR, TREE_TOKENS
 from infersize.catalog.yamlfile import YamlDocument, read_yaml, validate
 from infersize.core.arrays import FloatArray
-from infersize.core.deployment import TP_SIZES
 from infersize.core.engines import ENGINES
 from infersize.core.knobs import ENGINE_KNOBS, Knob
 from infersize.core.methods import METHODS
@@ -38,6 +37,7 @@ from infersize.sweep.capacity.schema import (
     CapacityOptions,
     SlaText,
     WorkloadEntry,
+    check_requests_per_run,
     check_slas,
     check_target_rates,
     check_workloads,
@@ -103,7 +103,7 @@ class GpuEntry(_Strict):
     # tensor-parallel sizes, or auto: those of one node (1, 2, 4, 8) that divide each target's
     # attention heads
     tp: list[int] | Literal["auto"] = Field(default=[1], min_length=1)
-    price_usd_per_hour: float | None = Field(default=None, ge=0)
+    price_usd_per_hour: float | None = PRICE_USD_PER_HOUR.schema_field(None)
 
     @field_validator("tp")
     @classmethod
@@ -222,6 +222,11 @@ class _SweepFile(_Strict):
             return slas
         return check_slas(slas, info.data["workloads"])
 
+    @field_validator("capacity")
+    @classmethod
+    def _enough_requests(cls, capacity: CapacityOptions, info: ValidationInfo) -> CapacityOptions:
+        return check_requests_per_run(capacity, info.data.get("slas"))
+
     @field_validator("target_request_rates")
     @classmethod
     def _target_rates(cls, rates: list[float] | None, info: ValidationInfo) -> list[float] | None:
@@ -319,43 +324,6 @@ else:
             for knob in ENGINE_KNOBS.values()
         },
     )
-
-
-def _axis_count(axis: list[int] | list[float] | Range) -> float:
-    return axis.count() if isinstance(axis, Range) else len(set(axis))
-
-
-def _context_count(cfg: SweepConfig) -> float:
-    if cfg.context_lengths is not None:
-        return _axis_count(cfg.context_lengths)
-    assert cfg.input_tokens is not None and cfg.output_tokens is not None
-    return _axis_count(cfg.input_tokens) * _axis_count(cfg.output_tokens)
-
-
-def cells_upper_bound(cfg: SweepConfig) -> float:
-    """The grid's cells counted from its axes alone, before anything is built: every listed
-    pair and (target, draft) product, every precision, KV dtype, GPU and TP size, and at most
-    three acceptance scenarios per pair. Pairs and settings that do not apply make it smaller."""
-    methods = len(cfg.methods or ())  # at most one published drafter per method and target
-    pairs = len(set(cfg.targets)) * (len(set(cfg.drafts)) + methods) + len(cfg.pairs)
-    tps = sum(
-        (len(TP_SIZES) if g.tp == "auto" else len(set(g.tp))) if isinstance(g, GpuEntry) else 1
-        for g in cfg.gpus
-    )
-    scenarios = _axis_count(cfg.acceptance_rates) if cfg.acceptance_rates is not None else 3
-    own = [_axis_count(p.acceptance_rates) for p in cfg.pairs if p.acceptance_rates is not None]
-    scenarios = max([scenarios, *own])
-    axes = (
-        len(set(cfg.target_quants)),
-        len(set(cfg.draft_quants)),
-        len(set(cfg.kv_dtypes)),
-        tps,
-        _context_count(cfg),
-        _axis_count(cfg.batch_sizes),
-        scenarios,
-        _axis_count(cfg.draft_k),
-    )
-    return float(pairs) * math.prod(float(a) for a in axes)
 
 
 def _registered(name: str, registry: Mapping[str, object], kind: str) -> str:

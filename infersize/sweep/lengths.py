@@ -1,11 +1,13 @@
 """A trace of request lengths to replay: a CSV, JSON Lines or Parquet file with the columns
-`input_tokens` and `output_tokens` (other columns are ignored), read by pyarrow."""
+`input_tokens` and `output_tokens` (other columns are never read): Parquet read by polars, CSV
+by pyarrow."""
 
 from __future__ import annotations
 
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,21 +24,65 @@ class LengthsFileError(InfersizeError):
     """A lengths file that cannot be read, or whose lengths are not positive integers."""
 
 
+def _arrow_columns(table: Any, path: Path) -> dict[str, list[object]]:
+    """The two columns of an Arrow table as Python lists, once their types are checked: only
+    whole numbers are converted, and other columns are never read."""
+    import pyarrow as pa
+
+    columns: dict[str, list[object]] = {}
+    for name in COLUMNS:
+        if name not in table.column_names:
+            continue
+        column = table.column(name)
+        if not (pa.types.is_integer(column.type) or pa.types.is_null(column.type)):
+            raise LengthsFileError(
+                f"{path}: {name} must hold whole numbers, not {column.type} values"
+            )
+        columns[name] = column.to_pylist()
+    return columns
+
+
+def _json_lines(path: Path, data: bytes) -> dict[str, list[object]]:
+    rows = []
+    for number, line in enumerate(data.decode("utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except RecursionError:  # a line nested past the parser's depth: no lengths row is
+            raise LengthsFileError(f"{path}: line {number}: nested too deep") from None
+    if not all(isinstance(row, dict) for row in rows):
+        raise LengthsFileError(f"{path}: every line must be a JSON object")
+    return {name: [row.get(name) for row in rows] for name in COLUMNS}
+
+
+def _parquet_columns(path: Path, data: bytes) -> dict[str, list[object]]:
+    """Read by polars: pyarrow's Parquet reader leaves threads that abort the process at exit
+    now and then (SIGABRT after the right message), whatever its use_threads."""
+    import polars as pl
+
+    schema = pl.read_parquet_schema(io.BytesIO(data))
+    wanted = [name for name in COLUMNS if name in schema]
+    for name in wanted:
+        if not (schema[name].is_integer() or schema[name] == pl.Null):
+            raise LengthsFileError(
+                f"{path}: {name} must hold whole numbers, not {schema[name]} values"
+            )
+    frame = pl.read_parquet(io.BytesIO(data), columns=wanted)
+    return {name: frame[name].to_list() for name in wanted}
+
+
 def _table(path: Path, data: bytes) -> dict[str, list[object]]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(io.BytesIO(data)).to_pydict()  # type: ignore[no-any-return]
+        return _parquet_columns(path, data)
     if suffix == ".csv":
         import pyarrow.csv as pcsv
 
-        return pcsv.read_csv(io.BytesIO(data)).to_pydict()  # type: ignore[no-any-return]
+        options = pcsv.ReadOptions(use_threads=False)  # its reader's threads can abort the exit
+        return _arrow_columns(pcsv.read_csv(io.BytesIO(data), options), path)
     if suffix in (".jsonl", ".ndjson", ".json"):
-        rows = [json.loads(line) for line in data.decode("utf-8-sig").splitlines() if line.strip()]
-        if not all(isinstance(row, dict) for row in rows):
-            raise LengthsFileError(f"{path}: every line must be a JSON object")
-        return {name: [row.get(name) for row in rows] for name in COLUMNS}
+        return _json_lines(path, data)
     raise LengthsFileError(f"{path}: a lengths file is .csv, .jsonl or .parquet, not '{suffix}'")
 
 

@@ -11,6 +11,7 @@ configuration and re-scores any chunk whose part files do not read back whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -351,7 +352,8 @@ def _write_run_files(
         "manifest.json": json.dumps(manifest, indent=2),
     }
     with generation.open("gen") as gen, generation.open("tmp") as tmp:
-        if not options.with_cells:
-            os.rmdir("cells", dir_fd=gen.fd)
+        if not options.with_cells:  # gone already where a resume finishes a merged run
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir("cells", dir_fd=gen.fd)
         for name, text in files.items():
             walk.write_bytes(gen, name, tmp, text)

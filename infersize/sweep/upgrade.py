@@ -20,12 +20,17 @@ TABLES_SCHEMA = 3
 
 # Schema 1 -> 2: the columns added while schema 1 was current, each with what its absence meant
 # then: a pair was a separate draft model (before methods), every request was held (before the
-# capacity table recorded the models' context limits), no row lay beyond a model's context and
-# every fitting row was within it (before coverage recorded the limits; the limit unknown).
+# capacity table recorded the models' context limits, the limits unknown), no row lay beyond a
+# model's context and every fitting row was within it (before coverage recorded the limits; the
+# limit unknown).
 ADDED_DURING_SCHEMA_1: Mapping[str, Mapping[str, Any]] = {
     "best_pairs": {"method": "draft"},
     "frontier": {"method": "draft"},
-    "capacity": {"within_max_context": True},
+    "capacity": {
+        "within_max_context": True,
+        "target_max_context_tokens": None,
+        "draft_max_context_tokens": None,
+    },
     "coverage": {
         "target_max_context_tokens": None,
         "beyond_max_context_rows": 0,

@@ -43,18 +43,38 @@ def jobs_for(jobs: int, cells: float, chunks: int) -> int:
 PARENT_POLL_S = 0.2  # how often a worker looks for its parent: it outlives it by no more
 
 
+# A terminal's hang-up and Ctrl-C reach the whole process group: this process ends the run and
+# kills its workers, which must not also die of them on their own (loky's resource tracker,
+# killed by SIGHUP, was relaunched and printed a traceback for every resource it did not know)
+HELD_SIGNALS = ("SIGINT", "SIGHUP")
+
+
 def loky_workers(n: int) -> Any:
     """n loky workers, reused by later calls in this process (loky's reusable executor); each
-    exits as soon as this process is gone, however it ended (SIGKILL included)."""
+    exits as soon as this process is gone, however it ended (SIGKILL included). They, loky's
+    resource tracker and the thread that respawns workers start with HELD_SIGNALS blocked (a
+    mask a child inherits), so only this process hears them; one that arrives meanwhile is
+    delivered here once the workers are up."""
+    import signal
+
     from joblib.externals.loky import get_reusable_executor
 
-    return get_reusable_executor(
-        max_workers=n,
-        timeout=IDLE_WORKER_S,
-        env=WORKER_THREAD_LIMITS,
-        initializer=watch_parent,
-        initargs=(os.getpid(),),
-    )
+    held = {getattr(signal, name) for name in HELD_SIGNALS if hasattr(signal, name)}
+    masks = hasattr(signal, "pthread_sigmask")  # POSIX
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if masks else set()
+    try:
+        executor = get_reusable_executor(
+            max_workers=n,
+            timeout=IDLE_WORKER_S,
+            env=WORKER_THREAD_LIMITS,
+            initializer=watch_parent,
+            initargs=(os.getpid(),),
+        )
+        executor.submit(int)  # starts the workers, the tracker and the manager thread now
+    finally:
+        if masks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return executor
 
 
 def watch_parent(parent: int) -> None:

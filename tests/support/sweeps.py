@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 from infersize.sweep.config import load_sweep
@@ -79,6 +81,15 @@ draft_k: {start: 1, stop: 4, step: 1}
 speedup_model: SPEEDUP
 chunk_cells: 1000
 """
+BIG = (  # 36 chunks of up to 1,000 cells: workers, and time to kill the run in the middle
+    TINY.replace("SPEEDUP", "roofline")
+    .replace("context_lengths: [2048, 8192]", "context_lengths: [1024, 2048, 4096, 8192, 16384]")
+    .replace("gpus: [l4, h100]", "gpus: [l4, h100, a100-40gb, rtx-4090, l40s, a10g]")
+    .replace("batch_sizes: [1, 8]", "batch_sizes: [1, 2, 4, 8, 16, 32]")
+    .replace("acceptance_rates: [0.6, 0.8]", "acceptance_rates: [0.5, 0.6, 0.7, 0.8]")
+    .replace("stop: 4", "stop: 16")
+)
+
 PUBLISHED = [
     "frontier.parquet",
     "frontier.csv",
@@ -108,3 +119,13 @@ def published(out: Path) -> dict[str, bytes]:
 
 def temp_files(out: Path) -> list[Path]:
     return [p for p in out.rglob("*") if ".tmp" in p.name or ".link-" in p.name]
+
+
+def wait_for_chunks(out: Path, proc: subprocess.Popen, n: int) -> None:
+    """Until `n` chunks of the run writing into `out` are done (it must still be running)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(out.glob(".generations/*.partial/parts/done/*.json"))) >= n:
+            return
+        time.sleep(0.002)
+    raise AssertionError("the run ended before it could be killed")

@@ -19,7 +19,12 @@ from infersize.errors import ValueRangeError
 METRICS = ("ttft", "tpot", "itl", "e2e")
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 UNITS = {"ms": 1e-3, "s": 1.0}
-_TERM = re.compile(r"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*([0-9.eE+-]+)\s*([a-z]*)")
+MIN_SLA_REQUESTS = 10  # fewer requests load a replica too little for a capacity to mean anything
+MAX_SLA_CHARS = 1000  # four terms take under 100; a longer text is not an SLA
+# No two parts of a term can match the same characters (a number's exponent needs a digit after
+# its 'e', so a unit's letters are never a number's): matching is linear in the term's length
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?"
+_TERM = re.compile(rf"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*({_NUMBER})\s*([a-z]*)")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,10 @@ def _problem(text: str) -> str:
 
 def parse_sla(text: str) -> Sla:
     """Terms separated by ';' (or ','); each metric once."""
+    if len(text) > MAX_SLA_CHARS:
+        raise ValueRangeError(
+            "sla", f"is {len(text):,} characters long; an SLA is at most {MAX_SLA_CHARS:,}"
+        )
     terms: list[SlaTerm] = []
     for part in re.split(r"[;,]", text.strip().lower()):
         part = part.strip()
@@ -80,3 +89,25 @@ def parse_sla(text: str) -> Sla:
             raise ValueRangeError("sla", f"gives {metric} twice")
         terms.append(SlaTerm(metric, statistic, limit))
     return Sla(tuple(terms))
+
+
+def fewest_requests(statistic: str) -> int:
+    """The fewest requests whose `statistic` is one: a percentile pq needs 100 / (100 − q) of
+    them (of fewer, numpy's interpolated p99 is nearly their maximum), and any capacity search
+    MIN_SLA_REQUESTS."""
+    if statistic == "mean":
+        return MIN_SLA_REQUESTS
+    share_above = 100 - int(statistic[1:])
+    return max(MIN_SLA_REQUESTS, -(-100 // share_above))
+
+
+def check_requests(sla: Sla, requests: int) -> None:
+    """Refuse a run of too few requests for a statistic the SLA asks of them."""
+    for term in sla.terms:
+        fewest = fewest_requests(term.statistic)
+        if requests < fewest:
+            raise ValueRangeError(
+                "requests",
+                f"{requests:,} is too few for the SLA term '{term}': its {term.statistic} needs "
+                f"at least {fewest:,} requests",
+            )

@@ -12,6 +12,7 @@ from infersize.core.engine_constants import VLLM_ENTRYPOINTS
 from infersize.core.serving.metrics import breaches_allowed
 from infersize.service.capacity.answer import ArmResult
 from infersize.service.capacity.request import CapacityRequest
+from infersize.service.context import max_context_tokens
 from infersize.service.request import Prepared
 
 MEDIUM = "medium"
@@ -141,12 +142,13 @@ def capacity_notes(
     )
     traffic = req.traffic
     longest = max(a + b for a, b in zip(traffic.input_tokens, traffic.output_tokens, strict=True))
-    limit = dep.target.model.max_position_embeddings
-    if longest > limit:
-        notes.append(
-            f"requests of up to {longest:,} tokens are longer than {dep.target.model.id}'s "
-            f"max_position_embeddings ({limit:,})"
-        )
+    for side in (dep.target, dep.draft):  # the draft holds every request's tokens too
+        limit = None if side is None else max_context_tokens(side.model)
+        if side is not None and limit is not None and longest > limit:
+            notes.append(
+                f"requests of up to {longest:,} tokens are longer than {side.model.id}'s "
+                f"max_position_embeddings ({limit:,})"
+            )
     return tuple(note for note in notes if note)
 
 

@@ -19,7 +19,7 @@ from infersize.bounds import (
 )
 from infersize.catalog.store import Catalog
 from infersize.core.serving.interval import REPLICATIONS
-from infersize.core.serving.sla import Sla
+from infersize.core.serving.sla import Sla, check_requests
 from infersize.core.serving.traffic import Arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
@@ -118,6 +118,8 @@ def prepare_capacity(req: CapacityRequest, catalog: Catalog) -> Prepared:
     if req.target_request_rate is not None:
         TARGET_REQUEST_RATE.check(req.target_request_rate)
     _check_vacuous(req)
+    if req.sla is not None:
+        check_requests(req.sla, req.traffic.requests)
     prepared = prepare(req.spec, catalog)
     if prepared.deployment.support.level == "unsupported":
         raise UnservableError(

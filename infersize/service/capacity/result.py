@@ -336,9 +336,14 @@ def _pair(values: tuple[Any, Any] | None) -> list[Any] | None:
     return None if values is None else list(values)
 
 
+def _statistics(stats: Any) -> dict[str, float | None]:
+    """A statistic over no request (the TPOT of one-token answers) is null, never NaN."""
+    return {k: v if math.isfinite(v) else None for k, v in dataclasses.asdict(stats).items()}
+
+
 def _arm_json(arm: ArmResult) -> dict[str, Any]:
     data: dict[str, Any] = {
-        key: dataclasses.asdict(getattr(arm, key))
+        key: _statistics(getattr(arm, key))
         for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s")
     }
     data |= {

@@ -12,10 +12,12 @@ from typing import Any
 
 import polars as pl
 
+from infersize.bounds import MAX_RATE
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE, ArmKind
 from infersize.service.capacity.fleet import fleet
 from infersize.sweep.best import match_name, read_manifest, read_table
+from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 
 BY = ("gpus", "cost")
 
@@ -122,7 +124,7 @@ class _Slice:
 
 
 def _slice(out_dir: Path, ask: FleetAsk) -> _Slice:
-    frame = read_table(out_dir, "capacity")
+    frame = read_table(out_dir, "capacity", CAPACITY_COLUMNS)
     headroom = float(read_manifest(out_dir).get("capacity", {}).get("headroom", 1.0))
     if frame.is_empty():
         raise InfersizeError(f"{out_dir}: the capacity table has no rows")
@@ -241,7 +243,9 @@ CURVE_POINTS = 200  # rates a fleet curve is drawn at, evenly up to its largest
 def curve_rates(out_dir: Path, max_rate: float | None = None) -> list[float]:
     """The rates a fleet curve is evaluated at: up to `max_rate`, else 1.5 × the largest
     swept target rate."""
-    swept = read_table(out_dir, "capacity")["target_request_rate"]
+    if max_rate is not None:
+        MAX_RATE.check(max_rate)
+    swept = read_table(out_dir, "capacity", CAPACITY_COLUMNS)["target_request_rate"]
     top = max_rate if max_rate is not None else 1.5 * float(swept.max() or 0.0)  # type: ignore[arg-type]
     if not (math.isfinite(top) and top > 0):
         raise ValueRangeError("max_rate", f"must be a positive number, got {top:g}")
@@ -277,7 +281,7 @@ def _workload_text(rows: pl.DataFrame, rates: list[float]) -> str:
 def fleet_views(out_dir: Path) -> list[FleetView]:
     """Every (workload, SLA, target) of the sweep's capacity table at its middle α scenario;
     a target that cannot hold a workload's requests has no view of it."""
-    frame = read_table(out_dir, "capacity")
+    frame = read_table(out_dir, "capacity", CAPACITY_COLUMNS)
     every_rate = curve_rates(out_dir)
     views = []
     keys = frame.select("workload", "sla", "sla_terms").unique(maintain_order=True)

@@ -28,7 +28,7 @@ from infersize.bounds import (
 )
 from infersize.catalog.workload_kinds import workload_kind
 from infersize.core.serving.interval import REPLICATIONS
-from infersize.core.serving.sla import parse_sla
+from infersize.core.serving.sla import check_requests, parse_sla
 from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
@@ -96,6 +96,8 @@ class CapacityOptions(_Strict):
     headroom: float = HEADROOM.schema_field(DEFAULTS.headroom)
     # capacity searches under independent draws: the mean answers, their spread is its range
     replications: int = REPLICATIONS.schema_field(DEFAULTS.capacity_replications)
+    # the capacity table's rows a sweep may hold, each a capacity search (sweep/size.py)
+    max_rows: int = Field(default=DEFAULTS.capacity_max_rows, ge=1)
 
 
 def known_workload_kind(text: str) -> str:
@@ -142,7 +144,36 @@ def check_slas(
     for name in slas:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
             raise ValueError(f"SLA name '{name}' must be a word of 1 to 64 letters, digits, . _ -")
+    _no_vacuous_terms(slas, workloads)
     return slas
+
+
+def _no_vacuous_terms(slas: dict[str, str], workloads: list[WorkloadEntry]) -> None:
+    """A TPOT or ITL term on one-token answers: no request can break it, so its capacity
+    would mean nothing."""
+    for workload in workloads:
+        if workload.output_tokens != 1:
+            continue
+        for name, text in slas.items():
+            for term in parse_sla(text).terms:
+                if term.metric in ("tpot", "itl"):
+                    raise ValueError(
+                        f"SLA '{name}' limits {term.metric}, but every answer of workload "
+                        f"'{workload.name}' is one token: no request has one (answers need at "
+                        "least 2 tokens)"
+                    )
+
+
+def check_requests_per_run(
+    capacity: CapacityOptions, slas: dict[str, str] | None
+) -> CapacityOptions:
+    """Enough requests per run for every statistic an SLA asks of them."""
+    for name, text in (slas or {}).items():
+        try:
+            check_requests(parse_sla(text), capacity.requests)
+        except InfersizeError as exc:
+            raise ValueError(str(exc).replace("the SLA term", f"SLA '{name}', term")) from None
+    return capacity
 
 
 def check_target_rates(
