@@ -83,9 +83,19 @@ FIGURES = [
     ("`sweep run sweeps/fleet.yaml`, `--jobs 1`", r"fleet\.yaml --jobs 1: median ([\d.]+ s)", "{}"),
     ("`sweep run sweeps/fleet.yaml`, `--jobs 2`", r"fleet\.yaml --jobs 2: median ([\d.]+ s)", "{}"),
     (
+        "`sweep run sweeps/fleet.yaml`, `--jobs 1`, over its floor in the same run",
+        r"the sweep is ([\d.]+x) its floor",
+        "{}",
+    ),
+    (
         "`--jobs 2` over `--jobs 1` at ~100 M cells, throughput",
         r"--jobs 2 over --jobs 1 at "
         r"[\d,]+ cells: ([\d.]+x)",
+        "{}",
+    ),
+    (
+        "`--jobs 2` at ~100 M cells, share of what two `--jobs 1` runs at once give",
+        r"--jobs 2 reaches (\d+%) of it",
         "{}",
     ),
     ("`infersize bench`: a sweep end to end", r"= ([\d,]+) cells/s\n", "{} cells/s"),

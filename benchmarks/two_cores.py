@@ -34,12 +34,12 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     warm-up pass."""
     import pyarrow as pa
 
-    from infersize.sweep import generations
     from infersize.sweep.chunks import Where, chunk_tasks, part_name, read_part, run_chunk
     from infersize.sweep.config import load_sweep
     from infersize.sweep.merge import _StreamedTable  # what the merge appends each part with
     from infersize.sweep.plan import build_plan
     from infersize.sweep.score import score
+    from infersize.sweep.store import generations
     from infersize.sweep.tables import OUTPUT_TABLES
 
     pa.set_cpu_count(1)  # as in a worker

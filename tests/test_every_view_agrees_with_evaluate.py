@@ -15,8 +15,9 @@ import pytest
 
 from infersize.core.engines import get_engine
 from infersize.core.evaluate import Grid, evaluate
-from infersize.core.limits import BATCH_LADDER
+from infersize.core.limits import BATCH_LADDER, crossover_batch
 from infersize.core.speedup import get_speedup_model
+from infersize.core.tree import CHAIN, Tree
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 from infersize.show import figures
 from infersize.sweep.config import load_sweep
@@ -142,6 +143,46 @@ def test_the_crossover_batch_is_where_evaluate_first_falls_below_one(runner, cat
     assert data["crossover_batch_size"] == expected
     if model == "roofline":
         assert expected is not None
+
+
+@pytest.mark.parametrize(
+    "tree, rates",
+    [
+        (CHAIN, None),
+        (CHAIN, [0.8, 0.6, 0.45, 0.3, 0.2, 0.12]),
+        (Tree(topk=2, num_draft_tokens=8), None),
+    ],
+    ids=["alpha", "profile", "tree"],
+)
+def test_the_crossover_of_many_rows_is_evaluate_over_the_ladder_at_each_rows_k(
+    catalog, tree, rates
+):
+    """Rows of different context, α and K at once (as a sweep asks): each row's crossover is
+    where evaluate() over the batch ladder, at that row's K, first falls below one."""
+    engine, model = get_engine("plain"), get_speedup_model("roofline")
+    dep = resolve_deployment(
+        DeploymentRequest(target="llama-3.1-8b", draft="llama-3.2-1b", gpu="h100"),
+        catalog,
+        engine,
+    ).numbers
+    context = np.array([256.0, 1024.0, 4096.0, 256.0, 32768.0])
+    alpha = np.array([0.5, 0.7, 0.9, 0.95, 0.6])
+    k = np.array([1, 3, 6, 2, 4])
+    profile = None if rates is None else np.broadcast_to(rates, (5, len(rates)))
+    got = crossover_batch(dep, engine, model, context, alpha, k, rates=profile, tree=tree)
+    assert np.isfinite(got).any() and np.isnan(got).any()  # rows that cross and rows that don't
+    for row in range(5):
+        grid = Grid(
+            context=context[row],
+            batch=BATCH_LADDER,
+            alpha=alpha[row],
+            ks=np.arange(1, 7),
+            rates=None if rates is None else np.asarray(rates)[None, :],
+            tree=tree,
+        )
+        speedup = evaluate(dep, engine, model, grid).speed.speedup[:, k[row] - 1]
+        below = np.flatnonzero(speedup < 1.0)
+        assert (got[row] == BATCH_LADDER[below[0]]) if below.size else np.isnan(got[row]), row
 
 
 def test_a_sweep_row_is_evaluate_at_its_cell(catalog, tmp_path):

@@ -177,7 +177,7 @@ def evaluate(dep: DeploymentNumbers, engine: Engine, model: SpeedupModel, grid: 
             alpha,
             k_axis,
             gamma,
-            _expected(grid, ks),
+            expected_over_k(grid, ks),
             grid.tree,
         )
     shape = np.broadcast_shapes(memory.combined.shape, speed.speedup.shape)
@@ -201,7 +201,7 @@ def evaluate(dep: DeploymentNumbers, engine: Engine, model: SpeedupModel, grid: 
     )
 
 
-def _expected(grid: Grid, ks: np.ndarray) -> FloatArray | None:
+def expected_over_k(grid: Grid, ks: np.ndarray) -> FloatArray | None:
     """E over the K axis from the profile (None: i.i.d. α, the speedup model's own E); a tree
     takes the conditional acceptance of the profile, or α at every position."""
     if grid.tree.is_chain:

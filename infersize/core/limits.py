@@ -12,8 +12,9 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.deployment import DeploymentNumbers, with_trailing_axis
 from infersize.core.engines import Engine
-from infersize.core.evaluate import Grid, evaluate
+from infersize.core.evaluate import Grid, expected_over_k
 from infersize.core.fit import deployment_memory
+from infersize.core.speed import deployment_speed
 from infersize.core.speedup import SpeedupModel
 from infersize.core.tree import CHAIN, Tree
 
@@ -33,25 +34,43 @@ def crossover_batch(
 ) -> FloatArray:
     """Smallest batch (1, 2, 4, ... 2048) at which the speedup at this α (or per-position
     profile `rates`) and K, by `model`, drops below 1: verification turns compute-bound and
-    speculation stops paying. NaN if it never does within 2048. Evaluated through `evaluate`
-    over the batch ladder (a new last axis before K); broadcasts over the inputs."""
+    speculation stops paying. NaN if it never does within 2048. The speed of `evaluate` over
+    the batch ladder (a new last axis), priced at each row's own K only (memory plays no part);
+    broadcasts over the inputs."""
     draft_k = np.asarray(k, dtype=np.int64)
+    on_k = with_trailing_axis(with_trailing_axis(dep))  # settings, batch ladder, K
+    if on_k.draft is None:  # the target alone: a speedup of 1 at every batch
+        return np.full(draft_k.shape, np.nan)
     grid = Grid(
         context=floats(context)[..., None],
         batch=BATCH_LADDER,
         alpha=floats(alpha)[..., None],
         ks=np.arange(1, int(draft_k.max()) + 1),
-        latency_ratio=None if latency_ratio is None else floats(latency_ratio)[..., None],
         rates=None if rates is None else floats(rates)[..., None, :],
         tree=tree,
     )
-    speedup = evaluate(with_trailing_axis(dep), engine, model, grid).speed.speedup
-    at_k = np.take_along_axis(
-        np.broadcast_to(speedup, np.broadcast_shapes(speedup.shape, (*draft_k.shape, 1, 1))),
-        np.broadcast_to(draft_k - 1, draft_k.shape)[..., None, None],
-        axis=-1,
-    )[..., 0]
-    below = at_k < 1.0
+    row_k = draft_k[..., None, None]  # (rows, ladder, K) with one K per row
+    expected = expected_over_k(grid, np.asarray(grid.ks))
+    if expected is not None:  # E at each row's K, from the profile's or the tree's E over K
+        expected = np.take_along_axis(
+            np.broadcast_to(expected, np.broadcast_shapes(expected.shape, row_k.shape)),
+            np.broadcast_to(row_k - 1, (*draft_k.shape, 1, 1)),
+            axis=-1,
+        )
+    speedup = deployment_speed(
+        on_k.target,
+        on_k.draft,
+        engine,
+        model,
+        floats(grid.context)[..., None],
+        BATCH_LADDER[:, None],
+        floats(grid.alpha)[..., None],
+        floats(row_k),
+        None if latency_ratio is None else floats(latency_ratio)[..., None, None],
+        expected,
+        tree,
+    ).speedup[..., 0]
+    below = speedup < 1.0
     first = np.argmax(below, axis=-1)
     return floats(np.where(below.any(axis=-1), BATCH_LADDER[first], np.nan))
 

@@ -10,20 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike
-
-from infersize.core.arrays import FloatArray, floats
-from infersize.core.speculative import (
-    bisect_increasing,
-    expected_tokens,
-    leviathan_step_cost,
-    linear_step_cost,
-    linear_tokens,
-    roofline_step_cost,
-)
 from infersize.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from infersize.core.arrays import FloatArray
+
+# The registry holds names, labels and summaries that the command line's help is built from,
+# so it imports no numpy: the formulas (core.speculative) are imported when a model first
+# prices something, inside the functions below.
 
 
 @dataclass(frozen=True)
@@ -39,13 +37,26 @@ class StepTimes:
     def from_latency_ratio(cls, latency_ratio: ArrayLike) -> StepTimes:
         """Leviathan's setting: a target step of 1, a draft step of 1/γ, and verifying K+1
         tokens as cheap as one target step."""
+        import numpy as np
+
+        from infersize.core.arrays import floats
+
         gamma = floats(latency_ratio)
         one = np.ones_like(gamma)
         return cls(one, floats(one / gamma), one, gamma)
 
 
-TokensFn = Callable[[FloatArray, FloatArray], FloatArray]  # (α, K) -> tokens per step
-StepCostFn = Callable[[FloatArray, StepTimes], FloatArray]  # (K, times) -> spec step / plain step
+def expected_tokens(alpha: ArrayLike, k: ArrayLike) -> FloatArray:
+    """E(α, K), Leviathan eq. 1: `core.speculative.expected_tokens`, the default tokens per
+    step of a model (and how a model says it reads α only through E)."""
+    from infersize.core import speculative
+
+    return speculative.expected_tokens(alpha, k)
+
+
+# (α, K) -> tokens per step, and (K, times) -> a speculative step's cost in plain steps
+TokensFn = Callable[["FloatArray", "FloatArray"], "FloatArray"]
+StepCostFn = Callable[["FloatArray", StepTimes], "FloatArray"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +80,8 @@ class SpeedupModel:
         return self.tokens_per_step is expected_tokens
 
     def speedup(self, alpha: ArrayLike, k: ArrayLike, times: StepTimes) -> FloatArray:
+        from infersize.core.arrays import floats
+
         n_k = floats(k)
         return floats(self.tokens_per_step(floats(alpha), n_k) / self.step_cost(n_k, times))
 
@@ -76,6 +89,8 @@ class SpeedupModel:
         """S from the tokens per step E of a measured profile (models that read α through E)."""
         if not self.reads_expected_tokens:
             raise ValueError(f"speedup model {self.name} takes one α, not a profile")
+        from infersize.core.arrays import floats
+
         return floats(floats(e) / self.step_cost(floats(k), times))
 
 
@@ -102,11 +117,40 @@ def alpha_for_speedup(
     """α at which `model` reaches `speedup` at draft length K and these step times (S = 1: the
     break-even α). Every model rises with α at fixed step times, so bisection finds it; NaN
     where no α in [0, 1] reaches it."""
+    import numpy as np
+
+    from infersize.core.arrays import floats
+    from infersize.core.speculative import bisect_increasing
+
     n_k = floats(k)
     goal = np.broadcast_to(
         floats(speedup), np.broadcast_shapes(np.shape(speedup), times.target.shape, n_k.shape)
     )
     return bisect_increasing(lambda a: model.speedup(a, n_k, times), goal)
+
+
+def _leviathan_cost(k: FloatArray, t: StepTimes) -> FloatArray:
+    from infersize.core.speculative import leviathan_step_cost
+
+    return leviathan_step_cost(k, t.latency_ratio)
+
+
+def _roofline_cost(k: FloatArray, t: StepTimes) -> FloatArray:
+    from infersize.core.speculative import roofline_step_cost
+
+    return roofline_step_cost(k, t.target, t.draft, t.verify)
+
+
+def _linear_cost(k: FloatArray, t: StepTimes) -> FloatArray:
+    from infersize.core.speculative import linear_step_cost
+
+    return linear_step_cost(k, t.latency_ratio)
+
+
+def _linear_tokens(alpha: FloatArray, k: FloatArray) -> FloatArray:
+    from infersize.core.speculative import linear_tokens
+
+    return linear_tokens(alpha, k)
 
 
 register_speedup_model(
@@ -115,7 +159,7 @@ register_speedup_model(
         label="Leviathan Speedup",
         summary="Leviathan et al. Theorem 3.8: S = E / (1 + K/γ); verifying K+1 tokens costs one "
         "target step (true at batch 1)",
-        step_cost=lambda k, t: leviathan_step_cost(k, t.latency_ratio),
+        step_cost=_leviathan_cost,
     )
 )
 register_speedup_model(
@@ -124,7 +168,7 @@ register_speedup_model(
         label="Leviathan Speedup",
         summary="S = E · T(B,1) / (K · T_draft(B,1) + T(B,K+1)): verification priced by the "
         "roofline step time, so the speedup falls as the batch grows",
-        step_cost=lambda k, t: roofline_step_cost(k, t.target, t.draft, t.verify),
+        step_cost=_roofline_cost,
         qualifier=" (roofline, batch {batch})",
     )
 )
@@ -134,8 +178,8 @@ register_speedup_model(
         label="Linear Speedup",
         summary="S = (1 + αK) / (1 + (K+1)/γ), the seed example's linear formula; "
         "not Leviathan's theorem, it overstates the speedup",
-        step_cost=lambda k, t: linear_step_cost(k, t.latency_ratio),
-        tokens_per_step=linear_tokens,
+        step_cost=_linear_cost,
+        tokens_per_step=_linear_tokens,
         note="speedup model 'linear' is the linear formula S = (1 + αK) / (1 + (K+1)/γ), not "
         "Leviathan's Theorem 3.8; it overstates the speedup",
         title="LINEAR-FORMULA SPEEDUP",

@@ -16,7 +16,7 @@ from infersize.core.evaluate import Evaluation, Grid, Point, evaluate
 from infersize.core.limits import crossover_batch
 from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile, limit_positions
-from infersize.core.speedup import get_speedup_model
+from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree
 from infersize.service.resolve import resolve_side
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
@@ -159,6 +159,49 @@ def _tree(how: Scoring) -> Tree:
     return CHAIN if how.eagle_topk == 1 else Tree(how.eagle_topk, how.num_draft_tokens)
 
 
+class _Crossover:
+    """The crossover batch of a chunk's rows: the smallest batch at which speculation at the
+    row's α (or profile) and K stops paying, by the sweep's speedup model. A ladder of step
+    times per row, so only for rows that reach a table, and once per row however many do."""
+
+    def __init__(
+        self,
+        *,
+        task: ChunkTask,
+        dep: DeploymentNumbers,
+        engine: Engine,
+        model: SpeedupModel,
+        shape: tuple[int, ...],
+        rates: FloatArray | None,
+        k: FloatArray,
+        tree: Tree,
+    ) -> None:
+        self.task, self.dep, self.engine, self.model = task, dep, engine, model
+        self.shape, self.rates, self.k, self.tree = shape, rates, k, tree
+        self.known = np.full(k.size, np.nan)
+        self.asked = np.zeros(k.size, dtype=np.bool_)
+
+    def __call__(self, picked: IntArray) -> FloatArray:
+        new = np.unique(picked[~self.asked[picked]])
+        if new.size:  # a chunk whose rows are all beyond context or never fit asks for none
+            self.known[new], self.asked[new] = self._batches(new), True
+        return self.known[picked]
+
+    def _batches(self, rows: IntArray) -> FloatArray:
+        s, c, _, a = np.unravel_index(rows, self.shape)
+        context, _, alpha = _grid(self.task)
+        return crossover_batch(
+            select(self.dep, s),
+            self.engine,
+            self.model,
+            context.ravel()[c],
+            alpha[s, 0, 0, a],
+            self.k[rows],
+            rates=None if self.rates is None else self.rates[s, 0, 0, a],
+            tree=self.tree,
+        )
+
+
 def score(task: ChunkTask) -> Scored:
     how = task.scoring
     catalog = load_catalog(tuple(task.scoring.catalog_files))
@@ -185,26 +228,16 @@ def score(task: ChunkTask) -> Scored:
     index = np.indices(shape)
     k = floats(best.k).ravel()
 
-    def crossover(picked: IntArray) -> FloatArray:
-        """The smallest batch at which speculation at the row's α (or profile) and K stops
-        paying, by the sweep's speedup model: a ladder of evaluations per row, so only for rows
-        that reach a table."""
-        if picked.size == 0:  # a chunk whose rows are all beyond context or never fit
-            return np.zeros(0)
-        s, c, _, a = np.unravel_index(picked, shape)
-        context, _, alpha = _grid(task)
-        row_rates = None if rates is None else rates[s, 0, 0, a]
-        return crossover_batch(
-            select(dep, s),
-            engine,
-            model,
-            context.ravel()[c],
-            alpha[s, 0, 0, a],
-            k[picked],
-            rates=row_rates,
-            tree=grid.tree,
-        )
-
+    crossover = _Crossover(
+        task=task,
+        dep=dep,
+        engine=engine,
+        model=model,
+        shape=shape,
+        rates=rates,
+        k=k,
+        tree=grid.tree,
+    )
     lazy: dict[str, Callable[[IntArray], FloatArray]] = {"crossover_batch_size": crossover}
     return Scored(
         columns=rows,

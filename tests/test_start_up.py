@@ -1,0 +1,56 @@
+"""Start-up: the command line imports what a command needs when that command runs. Building
+the commands and their help reads only the registries (engines, speedup models, methods,
+settings, workload kinds), which import no numpy; the sweep's, the figures' and the catalog's
+libraries load when a command uses them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# what no command's help, and no import of the command line, may load
+HEAVY = (
+    "numpy",
+    "polars",
+    "pyarrow",
+    "matplotlib",
+    "scipy",
+    "joblib",
+    "yaml",
+    "infersize.catalog.records",  # the catalog's records and store: a catalog being loaded
+    "infersize.catalog.store",
+)
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The heavy modules (and Pydantic) in sys.modules after `code` ran in a fresh process."""
+    probe = (
+        "import json, sys\n" + code + "\nprint(json.dumps(sorted(m for m in "
+        f"{(*HEAVY, 'pydantic')!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_the_command_line_imports_nothing_heavy():
+    assert _loaded_after("import infersize.cli.app") == []
+
+
+def _run(args: list[str]) -> str:
+    return f"from infersize.cli import app\ntry:\n    app({args!r})\nexcept SystemExit:\n    pass"
+
+
+def test_version_imports_nothing_heavy():
+    assert _loaded_after(_run(["--version"])) == []
+
+
+@pytest.mark.parametrize("command", [["spec"], ["capacity"], ["sweep", "run"], []])
+def test_help_imports_nothing_heavy(command):
+    """Pydantic may load here: Typer converts every option's value through its adapters."""
+    assert _loaded_after(_run([*command, "--help"])) in ([], ["pydantic"])
