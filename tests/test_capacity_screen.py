@@ -8,9 +8,20 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from infersize.catalog.store import load_catalog
+from infersize.core.engines import EngineSettings
+from infersize.core.serving.sla import parse_sla
+from infersize.service.capacity.arm import make_arm
 from infersize.service.capacity.fleet import replicas_for
-from infersize.service.capacity.request import UnservableError, prepare_capacity
+from infersize.service.capacity.request import (
+    CapacityRequest,
+    NoKvRoomError,
+    Traffic,
+    UnservableError,
+    prepare_capacity,
+)
 from infersize.service.capacity.screen import (
     SCREEN_ERROR,
     RowCache,
@@ -18,6 +29,8 @@ from infersize.service.capacity.screen import (
     screen_row,
     simulate_row,
 )
+from infersize.service.request import SpecRequest
+from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.capacity.rows import capacity_request, iter_cases
 from infersize.sweep.config import load_sweep
 from infersize.sweep.plan import build_plan
@@ -60,3 +73,27 @@ def test_screened_rows_agree_with_the_simulator_within_the_stated_error():
         if checked == 8:
             break
     assert checked == 8
+
+
+def test_a_k_whose_pool_cannot_hold_the_longest_request_is_screened_out_not_an_error():
+    """Llama-3.3-70B bf16 on 2×H100 (vLLM) holds a 6,000-token prompt and 300-token answer
+    alone; beside a Llama-3.2-1B draft its pool at K = 1 holds 3,042 tokens, fewer than that
+    request. That K does not fit, as one whose weights leave no pool: the screen passes over
+    it (the row is answered) where the simulator used to stop the whole sweep."""
+    catalog = load_catalog(())
+    spec = SpecRequest(
+        deployment=DeploymentRequest(
+            target="llama-3.3-70b", target_quant="bf16", draft="llama-3.2-1b", gpu="h100", tp=2
+        ),
+        engine=EngineSettings("vllm"),
+        acceptance_rate=0.7,
+        context_length=6300,
+    )
+    traffic = Traffic(input_tokens=(6000,), output_tokens=(300,), request_rate=1.0, requests=200)
+    request = CapacityRequest(spec=spec, traffic=traffic, sla=parse_sla("tpot:p99<=100ms"))
+    prepared = prepare_capacity(request, catalog)
+    make_arm(prepared, traffic, 0)  # plain decoding holds it
+    with pytest.raises(NoKvRoomError, match=r"^at K = 1, a request of 6,301 tokens"):
+        make_arm(prepared, traffic, 1)
+    answer = screen_row(prepared, request, (1.0,), RowCache())
+    assert answer.draft_k == 0

@@ -15,12 +15,13 @@ from infersize.core.arrays import floats
 from infersize.core.profile import conditional_rates, iid_profile
 from infersize.core.serving.meanfield import Lengths, mean_field, sustained_rate
 from infersize.core.serving.metrics import ServingMetrics, metrics
-from infersize.core.serving.replica import Load, Replica
+from infersize.core.serving.replica import Load, Replica, check_fits, layout_floats
 from infersize.core.serving.replica import replica as serving_replica
 from infersize.core.serving.simulate import simulate
 from infersize.core.serving.sla import Sla
 from infersize.core.serving.traffic import replay, unit_gaps, verify_steps
 from infersize.core.tree import tree_rates
+from infersize.errors import InfersizeError
 from infersize.service.capacity.request import CapacityRequest, NoKvRoomError, Traffic
 from infersize.service.request import Prepared
 
@@ -119,6 +120,14 @@ def make_arm(
             f"{dep.gpu.name} at tensor parallel {dep.target.tp}: use more GPUs per replica or "
             "a lighter precision"
         )
+    if draft_k > 0:  # the drafter's weights and slots may leave a pool too small for a request
+        longest = int(np.argmax(inputs + outputs))
+        pool = layout_floats(replica.pool_kv)
+        prompt, answer = [int(inputs[longest])], [int(outputs[longest])]
+        try:
+            check_fits(pool, replica.kv_capacity_bytes, prompt, answer, replica.lookahead)
+        except InfersizeError as exc:
+            raise NoKvRoomError(f"at K = {draft_k}, {exc}") from None
     return Arm(draft_k=draft_k, replica=replica, lengths=lengths, traffic=traffic, rates=rates)
 
 

@@ -88,7 +88,8 @@ class UnservableError(InfersizeError):
 
 
 class NoKvRoomError(UnservableError):
-    """The weights (with the draft's, at K > 0) leave no room for a KV cache."""
+    """The weights (with the draft's, at K > 0) leave no room for a KV cache, or at K > 0 too
+    little for the longest request."""
 
 
 def _check_vacuous(req: CapacityRequest) -> None:
