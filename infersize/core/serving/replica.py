@@ -61,6 +61,10 @@ class Replica:
     # admit a request only when its whole answer's KV fits beside every running request's
     # (TensorRT-LLM's GUARANTEED_NO_EVICT), never preempting; else when its first chunk fits
     reserve_whole: bool = False
+    # the scheduler chooses step n + 1 while step n runs (SGLang's overlap scheduler, vLLM's
+    # async scheduling, TensorRT-LLM's overlap scheduler): a request that arrives during step
+    # n joins step n + 2 (core/engines.Engine.schedules_ahead)
+    schedules_ahead: bool = False
     switch: KSwitch | None = None  # K by the running batch (None: `table`'s K every step)
 
     @property
@@ -238,6 +242,7 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
         lookahead=per_seq - 1,
         mixed_prefill=engine.mixed_prefill,
         reserve_whole=engine.admission == "whole-request",
+        schedules_ahead=engine.schedules_ahead,
     )
 
 
