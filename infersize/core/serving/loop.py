@@ -18,9 +18,10 @@ from infersize.core.serving.replica import (
     Run,
     Tally,
     check_fits,
+    first_arrivals,
     layout_floats,
     sequence_kv_bytes,
-    steps_until,
+    steps_until_seen,
 )
 
 
@@ -72,19 +73,10 @@ class Simulation:
         # context (the step model is affine in it): read both off the table once
         self.intercepts: dict[int, float] = {}
         self.per_context = self._per_context()
-        # (when the engine can first see it, when its client sent it, id): sent is TTFT's origin
-        self.arrivals: deque[tuple[float, float, int]] = deque()
+        # (seen from, sent: TTFT's origin, id); `sent`: the next request a client sends
+        self.arrivals, self.sent = first_arrivals(load, self.n)
         self.open_loop = load.arrivals is not None
-        if load.arrivals is not None:
-            self.arrivals.extend((float(a), float(a), i) for i, a in enumerate(load.arrivals))
-            self.sent = self.n
-        else:
-            clients = min(int(load.concurrency or 1), self.n)
-            self.arrivals.extend((0.0, 0.0, i) for i in range(clients))
-            self.sent = clients  # the next request a client sends when its last one ends
-        # an engine that schedules ahead (replica.schedules_ahead) chose the step now starting
-        # when the one just ended began: it sees what had arrived by then
-        self.ahead = replica.schedules_ahead
+        self.ahead = replica.schedules_ahead  # it chose the step now starting a step ago
         self.launched = 0.0  # when the step that just ended began
         check_fits(self.pool, self.capacity, self.inputs, self.outputs, self.k)
 
@@ -146,16 +138,17 @@ class Simulation:
 
     # ---- requests coming and going ----
 
+    def _take(self) -> None:
+        _, sent, i = self.arrivals.popleft()
+        self.arrival[i] = sent
+        self.waiting.append(i)
+
     def _arrive(self) -> None:
-        """The requests the scheduler sees as it chooses the step starting now: those that had
-        reached it by now, or (an engine that schedules ahead) by the start of the step that
-        just ended."""
-        arrivals = self.arrivals
+        """The requests the scheduler sees as it chooses the step starting now: those in by now,
+        or (ahead) by the start of the step that just ended."""
         horizon = self.launched if self.ahead else self.t
-        while arrivals and arrivals[0][0] <= horizon:
-            _, sent, i = arrivals.popleft()
-            self.arrival[i] = sent
-            self.waiting.append(i)
+        while self.arrivals and self.arrivals[0][0] <= horizon:
+            self._take()
 
     def _start_decoding(self, i: int) -> None:
         """Request i's prompt is in the KV cache: it decodes from the next step on."""
@@ -196,10 +189,7 @@ class Simulation:
         if self.r.reserve_whole:
             self.reserved -= self._final_kv(i)
         if self.sent < self.n:  # closed loop: this client sends its next request now
-            # it reaches the engine after the engine has chosen its next step (the answer's
-            # last token goes out through the detokenizer and HTTP, the next prompt comes back
-            # through HTTP and the tokenizer, while the scheduler steps at once): the first
-            # instant after this one
+            # it comes back (detokenizer, HTTP, tokenizer) after the next step is chosen
             self.arrivals.append((math.nextafter(t, math.inf), t, self.sent))
             self.sent += 1
         if self.tally is not None:
@@ -360,14 +350,8 @@ class Simulation:
             return
         arrivals = self.arrivals
         if arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
-            # up to the first step the scheduler could choose with the arrival in: the one
-            # after it (one more when it schedules ahead: the one after a step begun after it)
             wait = arrivals[0][0] - self.t
-            if self.ahead:
-                until = 1 + (steps_until(wait, first, slope) if wait > 0 else 0)
-            else:
-                until = steps_until(wait, first, slope)
-            steps = min(steps, until)
+            steps = min(steps, steps_until_seen(wait, first, slope, self.ahead))
         self._advance(max(steps, 1), first, slope)
 
     def _before_step(self) -> None:
@@ -385,12 +369,9 @@ class Simulation:
             # scheduler wake on their input queue): requests sent at once reach it one after
             # another, so the first runs its step alone and the rest join the next
             idle = not (self.decoding or self.prefilling or self.waiting)
-            if idle:  # it takes the first as it comes (sent: an idle engine misses nothing)
-                self.t = max(self.t, self.arrivals[0][1])
-                self.launched = self.t
-                _, sent, i = self.arrivals.popleft()
-                self.arrival[i] = sent
-                self.waiting.append(i)
+            if idle:  # it takes the first as it is sent
+                self.t = self.launched = max(self.t, self.arrivals[0][1])
+                self._take()
             else:
                 self._arrive()
             self._before_step()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
+from collections import deque
 from dataclasses import dataclass
 
 from infersize.core.arrays import FloatArray, IntArray
@@ -186,6 +187,24 @@ def steps_until(wait: float, first: float, slope: float) -> int:
     disc = b * b + 4.0 * a * wait
     n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
     return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
+
+
+def first_arrivals(load: Load, n: int) -> tuple[deque[tuple[float, float, int]], int]:
+    """(when the engine can first see it, when its client sent it, id) of the requests sent
+    at the start (an open loop's all, a closed loop's one a client) and how many they are."""
+    if load.arrivals is not None:
+        return deque((float(a), float(a), i) for i, a in enumerate(load.arrivals)), n
+    clients = min(int(load.concurrency or 1), n)
+    return deque((0.0, 0.0, i) for i in range(clients)), clients
+
+
+def steps_until_seen(wait: float, first: float, slope: float, ahead: bool) -> int:
+    """Steps until the scheduler chooses a step with a request `wait` seconds away in it: the
+    step after the one it arrives in, or (a scheduler one step ahead, which chose the next
+    step as the last began) the one after that."""
+    if not ahead:
+        return steps_until(wait, first, slope)
+    return 1 + (steps_until(wait, first, slope) if wait > 0 else 0)
 
 
 def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
