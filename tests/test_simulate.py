@@ -71,7 +71,8 @@ def test_one_request_at_a_time_is_the_prefill_step_then_the_decode_step(catalog,
 @pytest.mark.parametrize("rate", [2.0, 8.0])
 def test_littles_law_holds_for_the_running_sequences(catalog, rate):
     """Mean running sequences = throughput × mean time running; below the knee (no queue) the
-    time running is the e2e latency less a part of a step, so the e2e form holds within 2 %."""
+    time running is the e2e latency less a part of a step (of two where the scheduler runs a
+    step ahead), so the e2e form holds within 2 % (4 %)."""
     arm = make_arm(prepared_for(catalog), traffic(), 3)
     run = simulate(arm.replica, load_at(arm, traffic(), rate))
     measured = metrics(run)
@@ -79,8 +80,10 @@ def test_littles_law_holds_for_the_running_sequences(catalog, rate):
     assert measured.mean_running_sequences == pytest.approx(
         measured.requests_per_s * running.mean(), rel=1e-9
     )
+    # not running: a part of a step, or of two where the scheduler runs a step ahead
+    steps = 2 if arm.replica.schedules_ahead else 1
     assert measured.mean_running_sequences == pytest.approx(
-        measured.requests_per_s * measured.e2e_s.mean, rel=0.02
+        measured.requests_per_s * measured.e2e_s.mean, rel=0.02 * steps
     )
 
 
@@ -97,11 +100,13 @@ def load_at(arm, given, rate):
 
 def test_far_below_the_knee_no_request_waits(catalog):
     """At a tenth of a request a second no request waits longer than the step running when it
-    arrives, and none is preempted."""
+    arrives (and, when the scheduler runs a step ahead, the next, chosen before it came), and
+    none is preempted."""
     arm = make_arm(prepared_for(catalog), traffic(), 3)
     measured = serve(arm, traffic(request_rate=0.1))
+    steps = 2 if arm.replica.schedules_ahead else 1
     longest_step = measured.itl_s.p99 * 1.5
-    assert measured.queue_delay_s.p99 <= longest_step
+    assert measured.queue_delay_s.p99 <= steps * longest_step
     assert measured.preemptions == 0
 
 

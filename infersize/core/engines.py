@@ -95,6 +95,9 @@ class Engine:
     # admit a request when its first chunk fits ("first-chunk": a full pool preempts), or when
     # its whole answer fits beside the running requests' ("whole-request": never preempts)
     admission: str = "first-chunk"
+    # the scheduler chooses the next step while the GPU runs this one, so a request that arrives
+    # during a step waits for the one after the next (core/serving/loop.py)
+    schedules_ahead: bool = False
     # TensorRT-LLM's PyTorch backend (core/trtllm_pool.py)
     free_gpu_memory_fraction: float = 0.9  # KvCacheConfig.free_gpu_memory_fraction
     max_num_tokens: int | None = None  # None: 8192 (BuildConfig)
@@ -144,6 +147,10 @@ VLLM_V1 = Engine(
     graph_moe_extra=0.9,
     credits_windows_in_tokens=True,  # kv_cache_utils.get_kv_cache_capacity, 0.21+
     steps_in_flight=2.0,  # async scheduling keeps two batches in flight (0.33 default)
+    # ...its scheduler "one step ahead of the current execution"
+    # (https://github.com/vllm-project/vllm/pull/19970): a request arriving during a step
+    # joins the one after the next
+    schedules_ahead=True,
     draft_shares_tp=True,  # DraftModelProposer: draft TP must equal the target's
     # The drafter's loop (vllm-project/vllm@82720b1ed4712ddebb597acdbcff752db48a76c1:
     # vllm/v1/spec_decode/llm_base_proposer.py, SpecDecodeBaseProposer.propose): each of its K
@@ -170,6 +177,7 @@ VLLM_V1_EARLY = replace(
     estimates_cuda_graphs=False,
     credits_windows_in_tokens=False,
     steps_in_flight=1.0,
+    schedules_ahead=False,
 )
 
 SGLANG = Engine(
@@ -197,6 +205,10 @@ SGLANG = Engine(
     # python/sglang/srt/managers/scheduler.py); graphs capture decode batches only
     mixed_prefill=False,
     eager_prefill=True,
+    # its overlap scheduler also runs one step ahead (event_loop_overlap, the default), but its
+    # fit rows are served better with a request joining the step after the one it arrives in
+    # (docs/calibration.md): held at that until a row tells the two apart
+    schedules_ahead=False,
 )
 SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(

@@ -17,11 +17,18 @@ the output length (sgl-project/sglang@0033168f0f58b2bc05aa0273bd475d9c01bafb1c:
 python/sglang/bench_serving.py, `sample_random_requests` and `run_benchmark`); the totals these
 draws give equal the totals the benchmarks log (6,101 input tokens for 10 prompts of up to 1,000,
 39,668 for 80, 249,831 for 500), so each request is served at its own lengths, in order.
+`vllm-random:R`: `vllm bench serve`'s random dataset at `--random-range-ratio R`, whose prompts
+and answers are drawn uniformly from the integers in [floor(L·(1 − R)), ceil(L·(1 + R))] about
+the row's lengths L (vllm-project/vllm@0056b87fc1fda2642f39dda4392824c425dd1638:
+vllm/benchmarks/datasets.py, `RandomDataset.get_sampling_params`): drawn here from the same
+distribution (numpy's generator seeded with the client's default seed, 0), not the client's
+own draws.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +80,7 @@ KINDS = {  # kind: (metric, statistic, factor to the row's units); metric None: 
     "tps_per_user": (None, "tps_per_user", 1.0),  # output tokens/s of one request: 1 / TPOT
 }
 SGLANG_RANDOM = "sglang-random"
+VLLM_RANDOM = "vllm-random:"  # then the range ratio
 
 
 def load_rows(path: Path) -> list[Row]:
@@ -92,13 +100,32 @@ def sglang_random_lengths(
     return tuple(int(x) for x in inputs), tuple(int(x) for x in outputs)
 
 
+def vllm_random_lengths(
+    input_len: int, output_len: int, prompts: int, ratio: float
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Lengths drawn as `vllm bench serve`'s random dataset draws them at range ratio `ratio`:
+    uniform integers in [floor(L·(1 − ratio)), ceil(L·(1 + ratio))], prompts then answers
+    (answers at least 1)."""
+    draws = np.random.default_rng(0)
+    bounds = [
+        (math.floor(n * (1.0 - ratio)), math.ceil(n * (1.0 + ratio)))
+        for n in (input_len, output_len)
+    ]
+    inputs = draws.integers(bounds[0][0], bounds[0][1] + 1, size=prompts)
+    outputs = draws.integers(max(bounds[1][0], 1), max(bounds[1][1], 1) + 1, size=prompts)
+    return tuple(int(x) for x in inputs), tuple(int(x) for x in outputs)
+
+
 def traffic(row: Row) -> Traffic:
     """The row's requests as its benchmark client sent them."""
     inputs, outputs = int(row["input_tokens"]), int(row["output_tokens"])
     n = int(row["requests"])
     lengths: tuple[tuple[int, ...], tuple[int, ...]] = ((inputs,), (outputs,))
-    if row.get("lengths") == SGLANG_RANDOM:
+    drawn = row.get("lengths", "")
+    if drawn == SGLANG_RANDOM:
         lengths = sglang_random_lengths(inputs, outputs, n)
+    elif drawn.startswith(VLLM_RANDOM):
+        lengths = vllm_random_lengths(inputs, outputs, n, float(drawn[len(VLLM_RANDOM) :]))
     closed = row["load_kind"] == "concurrency"
     return Traffic(
         input_tokens=lengths[0],

@@ -18,9 +18,10 @@ from infersize.core.serving.replica import (
     Run,
     Tally,
     check_fits,
+    first_arrivals,
     layout_floats,
     sequence_kv_bytes,
-    steps_until,
+    steps_until_seen,
 )
 
 
@@ -72,15 +73,11 @@ class Simulation:
         # context (the step model is affine in it): read both off the table once
         self.intercepts: dict[int, float] = {}
         self.per_context = self._per_context()
-        self.arrivals: deque[tuple[float, int]] = deque()
+        # (seen from, sent: TTFT's origin, id); `sent`: the next request a client sends
+        self.arrivals, self.sent = first_arrivals(load, self.n)
         self.open_loop = load.arrivals is not None
-        if load.arrivals is not None:
-            self.arrivals.extend((float(a), i) for i, a in enumerate(load.arrivals))
-            self.sent = self.n
-        else:
-            clients = min(int(load.concurrency or 1), self.n)
-            self.arrivals.extend((0.0, i) for i in range(clients))
-            self.sent = clients  # the next request a client sends when its last one ends
+        self.ahead = replica.schedules_ahead  # it chose the step now starting a step ago
+        self.launched = 0.0  # when the step that just ended began
         check_fits(self.pool, self.capacity, self.inputs, self.outputs, self.k)
 
     def _per_context(self) -> float:
@@ -141,14 +138,17 @@ class Simulation:
 
     # ---- requests coming and going ----
 
-    def _arrive(self, first_only: bool = False) -> None:
-        arrivals, t = self.arrivals, self.t
-        while arrivals and arrivals[0][0] <= t:
-            when, i = arrivals.popleft()
-            self.arrival[i] = when
-            self.waiting.append(i)
-            if first_only:
-                return
+    def _take(self) -> None:
+        _, sent, i = self.arrivals.popleft()
+        self.arrival[i] = sent
+        self.waiting.append(i)
+
+    def _arrive(self) -> None:
+        """The requests the scheduler sees as it chooses the step starting now: those in by now,
+        or (ahead) by the start of the step that just ended."""
+        horizon = self.launched if self.ahead else self.t
+        while self.arrivals and self.arrivals[0][0] <= horizon:
+            self._take()
 
     def _start_decoding(self, i: int) -> None:
         """Request i's prompt is in the KV cache: it decodes from the next step on."""
@@ -189,7 +189,8 @@ class Simulation:
         if self.r.reserve_whole:
             self.reserved -= self._final_kv(i)
         if self.sent < self.n:  # closed loop: this client sends its next request now
-            self.arrivals.append((t, self.sent))
+            # it comes back (detokenizer, HTTP, tokenizer) after the next step is chosen
+            self.arrivals.append((math.nextafter(t, math.inf), t, self.sent))
             self.sent += 1
         if self.tally is not None:
             output = self.outputs[i]
@@ -271,6 +272,7 @@ class Simulation:
             table_seconds = self.table.seconds(0, int(tokens), 0.0, attended, kv_target, kv_draft)
             seconds = self.scale * table_seconds
             self.running_seconds += (len(self.decoding) + len(self.prefilling)) * seconds
+            self.launched = self.t
             self.t += seconds
         self._computed(chunks)
         return True
@@ -308,6 +310,7 @@ class Simulation:
         if decoding:
             self.itl.append((first, slope, steps, len(decoding)))
         self.t += seconds
+        self.launched = self.t - (first + slope * (steps - 1))  # the last step's start
         self.g = g = self.g + steps
         ends, end_of = self.ends, self.end
         while ends and ends[0][0] <= g:
@@ -347,7 +350,8 @@ class Simulation:
             return
         arrivals = self.arrivals
         if arrivals and not self.waiting and len(self.decoding) < r.max_num_seqs:
-            steps = min(steps, steps_until(arrivals[0][0] - self.t, first, slope))
+            wait = arrivals[0][0] - self.t
+            steps = min(steps, steps_until_seen(wait, first, slope, self.ahead))
         self._advance(max(steps, 1), first, slope)
 
     def _before_step(self) -> None:
@@ -365,9 +369,11 @@ class Simulation:
             # scheduler wake on their input queue): requests sent at once reach it one after
             # another, so the first runs its step alone and the rest join the next
             idle = not (self.decoding or self.prefilling or self.waiting)
-            if idle:
-                self.t = max(self.t, self.arrivals[0][0])
-            self._arrive(first_only=idle)
+            if idle:  # it takes the first as it is sent
+                self.t = self.launched = max(self.t, self.arrivals[0][1])
+                self._take()
+            else:
+                self._arrive()
             self._before_step()
             if (self.prefilling or self.waiting) and self._prefill_step():
                 continue

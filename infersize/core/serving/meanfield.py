@@ -14,7 +14,9 @@ a fixed point found by iteration. There is none, and the replica cannot keep up,
 max_num_seqs, the KV pool or the step's token budget.
 
   TTFT = E[t²] / 2t (the rest of the step running at arrival: the renewal residual) + t_d +
-         Δ (1 + λ t) (its prompt's step, shared with the λ t others that arrived beside it);
+         Δ (1 + λ t) (its prompt's step, shared with the λ t others that arrived beside it),
+         and t (1 − e^−n) more where the scheduler runs a step ahead (the step it chose before
+         the arrival, when one runs);
          TTFT_p: a wait of p · t and the others at their Poisson quantile
   TPOT = (S t_d + N Δ) / (O − 1): S the request's steps (a renewal count, var S = (O − 1) σ² /
          μ³ for steps emitting μ tokens with variance σ²), N ~ Poisson(λ S̄ t) the prompts
@@ -200,6 +202,10 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     share = min(others, 1.0)
     residual = ((1.0 - share) * t_d**2 + share * (t_d + delta) ** 2) / (2.0 * t)
     spread_steps = decode_tokens * var / mu**3
+    # a scheduler one step ahead had chosen the next step before the arrival: it waits it out
+    # when the replica is busy, which it is unless none of the n decoding requests (Poisson in
+    # number, as in an M/G/∞ queue) is there: with probability 1 − e^−n
+    ahead = t * (1.0 - math.exp(-n)) if replica.schedules_ahead else 0.0
     ttft: dict[str, float] = {}
     tpot: dict[str, float] = {}
     itl: dict[str, float] = {}
@@ -207,7 +213,7 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     for name, q in QUANTILES.items():
         z = 0.0 if q is None else NORMAL_QUANTILE[q]
         wait = residual if q is None else q * t
-        ttft[name] = wait + t_d + delta * (1.0 + max(others + z * math.sqrt(others), 0.0))
+        ttft[name] = ahead + wait + t_d + delta * (1.0 + max(others + z * math.sqrt(others), 0.0))
         if decode_tokens:
             mean = steps * t_d + rate * steps * t * delta
             sd = math.sqrt(t_d**2 * spread_steps + delta**2 * rate * steps * t)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
+from collections import deque
 from dataclasses import dataclass
 
 from infersize.core.arrays import FloatArray, IntArray
@@ -61,6 +62,10 @@ class Replica:
     # admit a request only when its whole answer's KV fits beside every running request's
     # (TensorRT-LLM's GUARANTEED_NO_EVICT), never preempting; else when its first chunk fits
     reserve_whole: bool = False
+    # the scheduler chooses step n + 1 while step n runs (SGLang's overlap scheduler, vLLM's
+    # async scheduling, TensorRT-LLM's overlap scheduler): a request that arrives during step
+    # n joins step n + 2 (core/engines.Engine.schedules_ahead)
+    schedules_ahead: bool = False
     switch: KSwitch | None = None  # K by the running batch (None: `table`'s K every step)
 
     @property
@@ -184,6 +189,24 @@ def steps_until(wait: float, first: float, slope: float) -> int:
     return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
 
 
+def first_arrivals(load: Load, n: int) -> tuple[deque[tuple[float, float, int]], int]:
+    """(when the engine can first see it, when its client sent it, id) of the requests sent
+    at the start (an open loop's all, a closed loop's one a client) and how many they are."""
+    if load.arrivals is not None:
+        return deque((float(a), float(a), i) for i, a in enumerate(load.arrivals)), n
+    clients = min(int(load.concurrency or 1), n)
+    return deque((0.0, 0.0, i) for i in range(clients)), clients
+
+
+def steps_until_seen(wait: float, first: float, slope: float, ahead: bool) -> int:
+    """Steps until the scheduler chooses a step with a request `wait` seconds away in it: the
+    step after the one it arrives in, or (a scheduler one step ahead, which chose the next
+    step as the last began) the one after that."""
+    if not ahead:
+        return steps_until(wait, first, slope)
+    return 1 + (steps_until(wait, first, slope) if wait > 0 else 0)
+
+
 def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
     """The deployment an arm runs: with its drafter at K ≥ 1, else the target alone (K = 0 is
     plain decoding: the drafter is not loaded, so its memory goes to the pool)."""
@@ -238,6 +261,7 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
         lookahead=per_seq - 1,
         mixed_prefill=engine.mixed_prefill,
         reserve_whole=engine.admission == "whole-request",
+        schedules_ahead=engine.schedules_ahead,
     )
 
 

@@ -10,7 +10,10 @@ them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
   preemption, `_preempt_request`); no request is admitted in a step that preempted;
 - other engines' rules (Replica): SGLang prefills in steps of its own while the decodes wait;
   TensorRT-LLM admits a request only when its whole answer's KV fits, never preempting; an idle
-  engine steps as soon as one request is in, so a closed loop's clients do not stay in lockstep.
+  engine steps as soon as one request is in, so a closed loop's clients do not stay in lockstep;
+- a client's next request reaches a busy engine after it has chosen its next step (core/serving/
+  loop.py), and an engine that schedules ahead (vLLM's async scheduling) chose the one after that
+  too, so a request arriving during step n joins step n + 1, or n + 2.
 
 The step's time is the step model's (core/serving/step.py). Between events (an arrival, a
 completion, a prefill, a preemption) every running request decodes, so the loop moves many steps
