@@ -54,3 +54,22 @@ def test_version_imports_nothing_heavy():
 def test_help_imports_nothing_heavy(command):
     """Pydantic may load here: Typer converts every option's value through its adapters."""
     assert _loaded_after(_run([*command, "--help"])) in ([], ["pydantic"])
+
+
+def test_a_command_builds_no_other_command():
+    """The root imports and builds only the command looked up: `spec --help` loads spec's module
+    and no other command's."""
+    probe = (
+        _run(["spec", "--help"])
+        + "\nfrom infersize.cli.app import COMMANDS\n"
+        + "modules = {place.split(':')[0] for place in COMMANDS.values()}\n"
+        + "print(json.dumps(sorted(modules & set(sys.modules))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys\n" + probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["infersize.cli.spec"]

@@ -1,30 +1,7 @@
 """The command line: parse, call the library, render, map errors to exit codes. No maths here.
-One module per command group; each registers its commands on the one Typer app."""
+One module per command or command group, each with its own Typer app; the one root app
+(cli/app.py) imports and builds a command's module only when that command is looked up."""
 
-from infersize.cli import (
-    alpha,
-    bench,
-    best,
-    capacity,
-    catalog,
-    plot,
-    report,
-    schedule,
-    spec,
-    sweep,
-)
 from infersize.cli.app import app
 
-__all__ = [
-    "alpha",
-    "app",
-    "bench",
-    "best",
-    "capacity",
-    "catalog",
-    "plot",
-    "report",
-    "schedule",
-    "spec",
-    "sweep",
-]
+__all__ = ["app"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app, flag, print_json
+from infersize.cli.app import command_app, flag, print_json
 from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
@@ -52,7 +52,10 @@ DraftK = Annotated[
 ]
 
 
-@app.command(epilog="Example: infersize alpha --mean-accepted-tokens 3.28 --draft-k 4")
+alpha_app = command_app("alpha")
+
+
+@alpha_app.command(epilog="Example: infersize alpha --mean-accepted-tokens 3.28 --draft-k 4")
 def alpha(
     draft_k: DraftK = None,
     mean_accepted_tokens: Annotated[

@@ -1,16 +1,21 @@
 """The Typer application and its error handling: every user mistake (an InfersizeError or a
 usage error) ends with exit code 2 and one line on stderr; `--debug` anywhere on the command
-line shows the traceback instead."""
+line shows the traceback instead. Each command lives in its own module, as its own Typer app
+(`command_app`), and is built when it is looked up (`COMMANDS`): `infersize spec` imports and
+builds spec alone."""
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import json
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Any, NoReturn
 
 import typer
+import typer.main
 from typer.core import TyperGroup
 
 from infersize import __version__
@@ -70,9 +75,68 @@ def _tidy(command: Any, ctx: Any) -> None:
         _tidy(sub, ctx)
 
 
+# The commands, in the order the help lists them: each command's module and its Typer app there.
+COMMANDS = {
+    "alpha": "infersize.cli.alpha:alpha_app",
+    "bench": "infersize.cli.bench:bench_app",
+    "best": "infersize.cli.best:best_app",
+    "capacity": "infersize.cli.capacity:capacity_app",
+    "report": "infersize.cli.report:report_app",
+    "spec": "infersize.cli.spec:spec_app",
+    "schedule": "infersize.cli.schedule:schedule_app",
+    "models": "infersize.cli.catalog:models_app",
+    "gpus": "infersize.cli.catalog:gpus_app",
+    "plot": "infersize.cli.plot:plot_app",
+    "sweep": "infersize.cli.sweep:sweep_app",
+}
+
+
+def command_app(name: str, **settings: Any) -> typer.Typer:
+    """The Typer app of one of the root's commands (one command, or a group of them): it offers
+    no shell completion of its own, the root does."""
+    return typer.Typer(name=name, add_completion=False, **settings)
+
+
+class LazyCommands(MutableMapping[str, Any]):
+    """The root's commands by name, each built the first time it is looked up (its module
+    imported, its Typer app turned into a click command); the names alone build nothing."""
+
+    def __init__(self, places: dict[str, str]) -> None:
+        self._places = dict(places)
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            module, _, attribute = self._places[name].partition(":")  # KeyError: no such command
+            command_app = getattr(importlib.import_module(module), attribute)
+            self._built[name] = typer.main.get_command(command_app)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._places.setdefault(name, "")
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._places[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._places)
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+
 class CleanErrors(TyperGroup):
     """Turns usage errors and library errors into `error: <one line>` and exit code 2, and
-    tidies the help of every command (`_tidy`), in the list of commands and in its own help."""
+    tidies the help of every command (`_tidy`), in the list of commands and in its own help.
+    Its commands are `COMMANDS`, built as they are looked up."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        commands = LazyCommands(COMMANDS)
+        commands.update(self.commands)  # any registered on the root app itself
+        self.commands = commands
 
     def get_params(self, ctx: Any) -> Any:
         params = super().get_params(ctx)

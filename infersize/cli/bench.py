@@ -6,11 +6,13 @@ from typing import Annotated
 
 import typer
 
-from infersize.cli.app import app
+from infersize.cli.app import command_app
 from infersize.errors import InfersizeError
 
+bench_app = command_app("bench")
 
-@app.command(epilog="Example: infersize bench --loop-cells 1000")
+
+@bench_app.command(epilog="Example: infersize bench --loop-cells 1000")
 def bench(
     loop_cells: Annotated[
         int, typer.Option("--loop-cells", help="Cells timed in the Python loop.")

@@ -10,7 +10,7 @@ import typer
 
 from infersize.bounds import BEST_TOP_N
 from infersize.cli import options as opt
-from infersize.cli.app import app
+from infersize.cli.app import command_app
 from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
@@ -60,7 +60,10 @@ Top = Annotated[
 ]
 
 
-@app.command("best", epilog="Example: infersize best outputs/quickstart --gpu h100 --top 3")
+best_app = command_app("best")
+
+
+@best_app.command("best", epilog="Example: infersize best outputs/quickstart --gpu h100 --top 3")
 def best(
     output_dir: opt.OutputDir,
     gpu: opt.GpuFilter = None,

@@ -9,7 +9,7 @@ import typer
 
 from infersize.cli import options as opt
 from infersize.cli import serving_options as serving
-from infersize.cli.app import app, print_json
+from infersize.cli.app import command_app, print_json
 from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
@@ -29,7 +29,10 @@ Plot = Annotated[
 ]
 
 
-@app.command(
+capacity_app = command_app("capacity")
+
+
+@capacity_app.command(
     epilog="Example: infersize capacity --target llama-3.1-70b --target-quant fp8 --draft "
     "llama-3.2-1b --gpu h100 --tp 2 --engine vllm --input-tokens 1024 --output-tokens 256 "
     '--request-rate 2 --sla "ttft:p99<=2000ms;tpot:p99<=50ms" --target-request-rate 20'

@@ -7,16 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app, print_json
+from infersize.cli.app import command_app, print_json
 
 if TYPE_CHECKING:
     from infersize.catalog.records import Gpu, Model
     from infersize.catalog.store import Catalog
 
-models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
-gpus_app = typer.Typer(help="The GPU catalog.", no_args_is_help=True)
-app.add_typer(models_app, name="models")
-app.add_typer(gpus_app, name="gpus")
+models_app = command_app("models", help="The model catalog.", no_args_is_help=True)
+gpus_app = command_app("gpus", help="The GPU catalog.", no_args_is_help=True)
 
 
 def _catalog(overlays: opt.CatalogFiles) -> Catalog:

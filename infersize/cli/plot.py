@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app
+from infersize.cli.app import command_app
 from infersize.cli.completion import complete_gpu, complete_model
 from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
@@ -19,10 +19,9 @@ if TYPE_CHECKING:
     from infersize.service.request import SpecRequest
     from infersize.service.spec_result import SpecResult
 
-plot_app = typer.Typer(
-    help="Figures: speedup vs K, frontier per GPU, speedup vs batch.", no_args_is_help=True
+plot_app = command_app(
+    "plot", help="Figures: speedup vs K, frontier per GPU, speedup vs batch.", no_args_is_help=True
 )
-app.add_typer(plot_app, name="plot")
 
 
 @plot_app.command(

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app
+from infersize.cli.app import command_app
 from infersize.errors import InfersizeError
 
+report_app = command_app("report")
 
-@app.command(
+
+@report_app.command(
     "report",
     epilog="Example: infersize report outputs/quickstart --context-length 4096 --batch-size 1",
 )

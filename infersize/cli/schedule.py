@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app, print_json
+from infersize.cli.app import command_app, print_json
 from infersize.cli.knob_options import with_engine_knobs
 from infersize.cli.spec import draft_is_none, request_of
 from infersize.defaults import DEFAULTS
@@ -38,7 +38,10 @@ Plot = Annotated[
 ]
 
 
-@app.command(
+schedule_app = command_app("schedule")
+
+
+@schedule_app.command(
     epilog="Example: infersize schedule --target llama-3.1-70b --target-quant fp8 --draft "
     "llama-3.2-1b --gpu h100 --tp 2 --engine trtllm --context-length 1024"
 )

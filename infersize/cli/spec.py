@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infersize.cli import options as opt
-from infersize.cli.app import app, print_json
+from infersize.cli.app import command_app, print_json
 from infersize.cli.knob_options import with_engine_knobs
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
@@ -20,7 +20,10 @@ Units = Annotated[str, typer.Option("--units", help="gib (2^30 bytes) or gb (10^
 Plot = Annotated[Path | None, typer.Option("--plot", help="Also draw speedup vs K (.png or .svg).")]
 
 
-@app.command(
+spec_app = command_app("spec")
+
+
+@spec_app.command(
     epilog="Example: infersize spec --target llama-3.1-8b --draft llama-3.2-1b --gpu h100 "
     "--engine vllm --batch-size 8"
 )

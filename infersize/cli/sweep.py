@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from infersize.cli.app import app
+from infersize.cli.app import command_app
 from infersize.errors import InfersizeError
 
 if TYPE_CHECKING:
@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from infersize.sweep.plan import Plan
     from infersize.sweep.run import ChunkDone
 
-sweep_app = typer.Typer(
-    help="Sweep a YAML grid of pairs × precisions × GPUs × ... to tables.", no_args_is_help=True
+sweep_app = command_app(
+    "sweep",
+    help="Sweep a YAML grid of pairs × precisions × GPUs × ... to tables.",
+    no_args_is_help=True,
 )
-app.add_typer(sweep_app, name="sweep")
 
 SweepFile = Annotated[Path, typer.Argument(help="Sweep YAML.")]
 MaxCells = Annotated[

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,8 +29,10 @@ from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree, alpha_for_tree_length, most_tokens
 from infersize.defaults import DEFAULTS
 from infersize.errors import ValueRangeError
-from infersize.service.acceptance import PairAcceptance, resolve_alpha
 from infersize.service.resolve import Deployment, DeploymentRequest, resolve_deployment
+
+if TYPE_CHECKING:
+    from infersize.service.acceptance import PairAcceptance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,6 +272,21 @@ class Prepared:
         return None if math.isnan(crossover) else int(crossover)
 
 
+def _alpha(
+    asked: float | None, req: SpecRequest, dep: Deployment, catalog: Catalog
+) -> tuple[float, PairAcceptance | None]:
+    """The α asked, else the pair's from the acceptance catalog (whose code loads only then);
+    a per-position profile brings its own. The workload kind is checked unless rates are given."""
+    if req.acceptance_rates is not None:
+        return 0.0, None
+    kind = _kind(req)
+    if asked is not None:
+        return asked, None
+    from infersize.service.acceptance import resolve_alpha
+
+    return resolve_alpha(asked, dep, catalog, kind)
+
+
 def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     """Check the request, resolve the deployment and settle the acceptance it is priced at."""
     validate_request(req)
@@ -281,11 +299,7 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     asked = req.acceptance_rate
     if req.acceptance_length is not None:
         asked = _alpha_from_length(req.acceptance_length, req.draft_k, tree)
-    alpha, acceptance = (
-        resolve_alpha(asked, dep, catalog, _kind(req))
-        if req.acceptance_rates is None
-        else (0.0, None)
-    )
+    alpha, acceptance = _alpha(asked, req, dep, catalog)
     given, positions = req.acceptance_rates, req.acceptance_positions
     if acceptance is not None:
         given, positions = acceptance.profile, acceptance.positions
