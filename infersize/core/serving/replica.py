@@ -10,6 +10,9 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.deployment import DeploymentNumbers
 from infersize.core.engines import Engine
@@ -197,10 +200,11 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
 
 
 def check_fits(
-    pool: Layout, capacity: float, inputs: list[int], outputs: list[int], lookahead: int
+    pool: Layout, capacity: float, inputs: ArrayLike, outputs: ArrayLike, lookahead: int
 ) -> None:
     """The longest request (prompt, answer and draft slots) must fit the pool alone."""
-    longest = max(i + o for i, o in zip(inputs, outputs, strict=True)) + lookahead
+    totals = np.asarray(inputs, dtype=np.int64) + np.asarray(outputs, dtype=np.int64)
+    longest = int(totals.max()) + lookahead
     if sequence_kv(pool, float(longest)) > capacity:
         per_token = max(pool[0] + pool[1], 1e-9)
         raise InfersizeError(

@@ -12,7 +12,7 @@ them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
   TensorRT-LLM admits a request only when its whole answer's KV fits, never preempting; an idle
   engine steps as soon as one request is in, so a closed loop's clients do not stay in lockstep;
 - a client's next request reaches a busy engine after it has chosen its next step (core/serving/
-  loop.py), and an engine that schedules ahead (vLLM's async scheduling) chose the one after that
+  kernel.py), and an engine that schedules ahead (vLLM's async scheduling) chose the one after that
   too, so a request arriving during step n joins step n + 1, or n + 2.
 
 The step's time is the step model's (core/serving/step.py). Between events (an arrival, a
@@ -94,8 +94,8 @@ def _tables(replica: Replica, load: Load) -> tuple[list[StepTable], dict[str, np
 
 def simulate(replica: Replica, load: Load) -> Run:
     """Serve `load` on `replica`, step by step, until every request has finished."""
-    inputs = [int(x) for x in load.input_tokens]
-    outputs = [int(x) for x in load.output_tokens]
+    inputs = np.asarray(load.input_tokens, dtype=np.int64)
+    outputs = np.asarray(load.output_tokens, dtype=np.int64)
     pool = layout_floats(replica.pool_kv)
     capacity = float(replica.kv_capacity_bytes)
     check_fits(pool, capacity, inputs, outputs, replica.lookahead)
@@ -148,7 +148,7 @@ def simulate(replica: Replica, load: Load) -> Run:
         admitted=rf[kernel.ADMITTED].copy(),
         first_token=rf[kernel.FIRST_TOKEN].copy(),
         finish=finish.copy(),
-        output_tokens=np.asarray(outputs, dtype=np.int64),
+        output_tokens=outputs.copy(),
         running_seconds=float(running_seconds),
         gave_up=kernel.GAVE_UP[int(gave_up)],
         span=span,
