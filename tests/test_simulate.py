@@ -160,11 +160,10 @@ def test_the_simulators_kv_bytes_are_the_memory_models(catalog, model):
     """Full, sliding-window and linear-attention layers: the plain-float KV of one sequence is
     core/memory.kv_cache_bytes at batch 1, at contexts below and past the window."""
     from infersize.core.memory import kv_cache_bytes, kv_layout
-    from infersize.core.serving.replica import layout_floats, sequence_kv_bytes
+    from infersize.core.serving.replica import layout_floats
+    from infersize.core.serving.step_math import sequence_kv
 
     layout = kv_layout(catalog.model(model), catalog.kv_dtype("fp16"))
     for context in (1, 100, 4095, 4096, 5000, 100_000):
         exact = float(kv_cache_bytes(layout, context, 1))
-        assert sequence_kv_bytes(layout_floats(layout), float(context)) == pytest.approx(
-            exact, abs=1.0
-        )
+        assert sequence_kv(layout_floats(layout), float(context)) == pytest.approx(exact, abs=1.0)

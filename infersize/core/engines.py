@@ -96,7 +96,7 @@ class Engine:
     # its whole answer fits beside the running requests' ("whole-request": never preempts)
     admission: str = "first-chunk"
     # the scheduler chooses the next step while the GPU runs this one, so a request that arrives
-    # during a step waits for the one after the next (core/serving/loop.py)
+    # during a step waits for the one after the next (core/serving/kernel.py)
     schedules_ahead: bool = False
     # TensorRT-LLM's PyTorch backend (core/trtllm_pool.py)
     free_gpu_memory_fraction: float = 0.9  # KvCacheConfig.free_gpu_memory_fraction

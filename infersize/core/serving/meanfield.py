@@ -33,7 +33,8 @@ from functools import cached_property
 import numpy as np
 
 from infersize.core.serving.metrics import Latencies, Stats
-from infersize.core.serving.replica import Replica, layout_floats, sequence_kv_bytes
+from infersize.core.serving.replica import Replica, layout_floats
+from infersize.core.serving.step_math import sequence_kv
 from infersize.core.serving.traffic import emission_probabilities
 
 ITERATIONS = 200
@@ -93,12 +94,12 @@ class _Model:
             replica=replica,
             lengths=lengths,
             context=context,
-            seq_kv=(sequence_kv_bytes(layouts[0], context), sequence_kv_bytes(layouts[1], context)),
+            seq_kv=(sequence_kv(layouts[0], context), sequence_kv(layouts[1], context)),
             prompt_kv=(
-                sequence_kv_bytes(layouts[0], lengths.input_tokens),
-                sequence_kv_bytes(layouts[1], lengths.input_tokens),
+                sequence_kv(layouts[0], lengths.input_tokens),
+                sequence_kv(layouts[1], lengths.input_tokens),
             ),
-            pool_kv=sequence_kv_bytes(layout_floats(replica.pool_kv), context + replica.lookahead),
+            pool_kv=sequence_kv(layout_floats(replica.pool_kv), context + replica.lookahead),
         )
 
     def step(self, decoding: float, prefill: float) -> float:

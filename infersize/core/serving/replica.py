@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
-from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.deployment import DeploymentNumbers
@@ -17,6 +19,7 @@ from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory, pool_layout
 from infersize.core.memory import KvLayout
 from infersize.core.serving.step import StepTable, step_table
+from infersize.core.serving.step_math import sequence_kv
 from infersize.core.tree import CHAIN, Tree
 from infersize.errors import InfersizeError
 
@@ -101,38 +104,6 @@ class GiveUp:
     e2e_allowed: int = 0
 
 
-@dataclass
-class Tally:
-    """A run's requests that broke each GiveUp bound so far; `over` is the statistic whose
-    allowance they passed ("" while none has: the last of ttft, tpot, e2e checked wins)."""
-
-    rule: GiveUp
-    ttft: int = 0
-    tpot: int = 0
-    e2e: int = 0
-    over: str = ""
-
-    def _check(self) -> str:
-        rule = self.rule
-        for metric, broken, allowed in (
-            ("ttft", self.ttft, rule.ttft_allowed),
-            ("tpot", self.tpot, rule.tpot_allowed),
-            ("e2e", self.e2e, rule.e2e_allowed),
-        ):
-            if broken > allowed:
-                self.over = metric
-        return self.over
-
-    def first_token(self, ttft: float) -> str:
-        self.ttft += ttft > self.rule.ttft_s
-        return self._check()
-
-    def finished(self, tpot: float, e2e: float) -> str:
-        self.tpot += tpot > self.rule.tpot_s
-        self.e2e += e2e > self.rule.e2e_s
-        return self._check()
-
-
 @dataclass(frozen=True, kw_only=True)
 class Run:
     """What the simulation measured, per request and over the run."""
@@ -168,43 +139,6 @@ def layout_floats(layout: KvLayout | None) -> Layout:
         float(layout.window_tokens),
         float(layout.state_bytes_per_sequence),
     )
-
-
-def sequence_kv_bytes(layout: Layout, context: float) -> float:
-    """KV bytes of one sequence of `context` tokens: core/memory.kv_cache_bytes in plain floats,
-    for the simulator's inner loop (tests/test_simulate.py holds the two equal)."""
-    full, window_bytes, window, state = layout
-    return full * context + window_bytes * min(context, window) + state
-
-
-def steps_until(wait: float, first: float, slope: float) -> int:
-    """The fewest steps whose time reaches `wait`: n · first + slope · n(n−1)/2 ≥ wait."""
-    if wait <= 0:
-        return 1
-    if abs(slope) < 1e-15 * first:
-        return max(1, math.ceil(wait / first))
-    a, b = slope / 2.0, first - slope / 2.0
-    disc = b * b + 4.0 * a * wait
-    n = (-b + math.sqrt(max(disc, 0.0))) / (2.0 * a) if disc >= 0 else math.inf
-    return max(1, math.ceil(n - 1e-9)) if math.isfinite(n) else 1 << 30
-
-
-def first_arrivals(load: Load, n: int) -> tuple[deque[tuple[float, float, int]], int]:
-    """(when the engine can first see it, when its client sent it, id) of the requests sent
-    at the start (an open loop's all, a closed loop's one a client) and how many they are."""
-    if load.arrivals is not None:
-        return deque((float(a), float(a), i) for i, a in enumerate(load.arrivals)), n
-    clients = min(int(load.concurrency or 1), n)
-    return deque((0.0, 0.0, i) for i in range(clients)), clients
-
-
-def steps_until_seen(wait: float, first: float, slope: float, ahead: bool) -> int:
-    """Steps until the scheduler chooses a step with a request `wait` seconds away in it: the
-    step after the one it arrives in, or (a scheduler one step ahead, which chose the next
-    step as the last began) the one after that."""
-    if not ahead:
-        return steps_until(wait, first, slope)
-    return 1 + (steps_until(wait, first, slope) if wait > 0 else 0)
 
 
 def arm_numbers(dep: DeploymentNumbers, draft_k: int) -> DeploymentNumbers:
@@ -266,11 +200,12 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
 
 
 def check_fits(
-    pool: Layout, capacity: float, inputs: list[int], outputs: list[int], lookahead: int
+    pool: Layout, capacity: float, inputs: ArrayLike, outputs: ArrayLike, lookahead: int
 ) -> None:
     """The longest request (prompt, answer and draft slots) must fit the pool alone."""
-    longest = max(i + o for i, o in zip(inputs, outputs, strict=True)) + lookahead
-    if sequence_kv_bytes(pool, float(longest)) > capacity:
+    totals = np.asarray(inputs, dtype=np.int64) + np.asarray(outputs, dtype=np.int64)
+    longest = int(totals.max()) + lookahead
+    if sequence_kv(pool, float(longest)) > capacity:
         per_token = max(pool[0] + pool[1], 1e-9)
         raise InfersizeError(
             f"a request of {longest:,} tokens (prompt, answer and {lookahead} draft slots) does "

@@ -12,7 +12,7 @@ them (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`):
   TensorRT-LLM admits a request only when its whole answer's KV fits, never preempting; an idle
   engine steps as soon as one request is in, so a closed loop's clients do not stay in lockstep;
 - a client's next request reaches a busy engine after it has chosen its next step (core/serving/
-  loop.py), and an engine that schedules ahead (vLLM's async scheduling) chose the one after that
+  kernel.py), and an engine that schedules ahead (vLLM's async scheduling) chose the one after that
   too, so a request arriving during step n joins step n + 1, or n + 2.
 
 The step's time is the step model's (core/serving/step.py). Between events (an arrival, a
@@ -23,8 +23,9 @@ request's own mean rate (its tokens over its drawn steps); which steps a request
 up front (core/serving/traffic.py), so the spread of TPOT comes from acceptance, not from the
 interpolation.
 
-The loop itself is plain Python over scalars: a few microseconds an event, where numpy's per-call
-cost on arrays of a few hundred would dominate (measured: benchmarks/capacity_bench.py).
+The loop is compiled (core/serving/kernel.py, numba): a fraction of a microsecond an event,
+where plain Python took several (measured: benchmarks/capacity_bench.py); every float is
+computed in the order the rules above define it, so a run's numbers do not depend on it.
 
 With a K switch (replica.KSwitch: vLLM's num_speculative_tokens_per_batch_size, TensorRT-LLM's
 draft_len_schedule) the K of every step is the one its table gives the requests running when
@@ -37,59 +38,124 @@ remaining steps are its share of the work left times its steps at that K.
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from infersize.core.serving.loop import Simulation
-from infersize.core.serving.replica import KSwitch, Load, Replica, Run
+from infersize.core.arrays import floats
+from infersize.core.serving import kernel
+from infersize.core.serving.replica import (
+    GiveUp,
+    Load,
+    Replica,
+    Run,
+    check_fits,
+    layout_floats,
+)
+from infersize.core.serving.step import StepTable
 
 
-class _Switching(Simulation):
-    """The loop with K chosen per step by the requests running."""
+def _give_up(rule: GiveUp | None) -> np.ndarray:
+    if rule is None:
+        return floats([])
+    return floats(
+        [
+            rule.ttft_s,
+            rule.tpot_s,
+            rule.e2e_s,
+            rule.ttft_allowed,
+            rule.tpot_allowed,
+            rule.e2e_allowed,
+        ]
+    )
 
-    def __init__(self, replica: Replica, load: Load, switch: KSwitch) -> None:
-        super().__init__(replica, load)
-        self.switch = switch
-        steps = load.steps_by_k or {}
-        decode = [o - 1 for o in self.outputs]
-        self.rate_at = {
-            k: [d / s if s > 0 else 0.0 for d, s in zip(decode, steps[k].tolist(), strict=True)]
-            for k in set(switch.draft_k)
+
+def _tables(replica: Replica, load: Load) -> tuple[list[StepTable], dict[str, np.ndarray]]:
+    """The step tables the run reads (one; a switch's, one per K) and how a batch picks one."""
+    switch = replica.switch
+    n = len(load.input_tokens)
+    if switch is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return [replica.table], {
+            "last_batch": empty,
+            "table_at": empty,
+            "step_scale": floats([1.0]),
+            "steps_at": np.zeros((1, 0), dtype=np.int64),
         }
-        self.running_k = -1
-        self.per_context_at: dict[int, float] = {}
-        self.intercepts_at: dict[int, dict[int, float]] = {}
-
-    def _before_step(self) -> None:
-        batch = len(self.decoding) + len(self.prefilling)
-        k = self.switch.k_at(max(batch, 1))
-        self.scale = self.switch.scale_at(batch)
-        if k == self.running_k:
-            return
-        self.running_k = k
-        self.table = self.switch.tables[k]
-        self.step_tokens = 1 + k
-        if k not in self.per_context_at:
-            self.per_context_at[k] = self._per_context()
-        self.per_context = self.per_context_at[k]
-        self.intercepts = self.intercepts_at.setdefault(k, {})
-        g = self.g
-        for i in list(self.decoding):  # each keeps what it emitted, the rest at the new rate
-            context = self.start_context[i] + self.rate[i] * (g - self.start[i])
-            self._stop_decoding(i)
-            self._decode_from(i, context)
-
-    def _decode_from(self, i: int, start: float) -> None:
-        """Request i's remaining tokens at the running K's rate: the share of its answer left
-        times its steps at that K."""
-        rate = self.rate_at[self.running_k][i]
-        left = self.outputs[i] - 1 - (start - self.inputs[i])
-        self.rate[i] = rate
-        self.steps_left[i] = math.ceil(left / rate - 1e-9) if rate > 0 and left > 0 else 0
-        super()._decode_from(i, start)
+    ks = sorted(switch.tables)
+    steps_by_k = load.steps_by_k or {}
+    return [switch.tables[k] for k in ks], {
+        "last_batch": np.asarray(switch.last_batch, dtype=np.int64),
+        "table_at": np.asarray([ks.index(k) for k in switch.draft_k], dtype=np.int64),
+        "step_scale": floats(switch.scale),
+        "steps_at": np.stack([np.asarray(steps_by_k[k], dtype=np.int64) for k in ks])
+        if n
+        else np.zeros((len(ks), 0), dtype=np.int64),
+    }
 
 
 def simulate(replica: Replica, load: Load) -> Run:
     """Serve `load` on `replica`, step by step, until every request has finished."""
-    if replica.switch is not None:
-        return _Switching(replica, load, replica.switch).run()
-    return Simulation(replica, load).run()
+    inputs = np.asarray(load.input_tokens, dtype=np.int64)
+    outputs = np.asarray(load.output_tokens, dtype=np.int64)
+    pool = layout_floats(replica.pool_kv)
+    capacity = float(replica.kv_capacity_bytes)
+    check_fits(pool, capacity, inputs, outputs, replica.lookahead)
+    n = len(inputs)
+    ri = np.zeros((kernel.INT_ROWS, n), dtype=np.int64)
+    ri[kernel.INPUT], ri[kernel.OUTPUT] = inputs, outputs
+    ri[kernel.STEPS_LEFT] = np.asarray(load.steps, dtype=np.int64)
+    ri[kernel.ARRIVE_ID] = np.arange(n)
+    ri[kernel.END] = -1
+    rf = np.full((kernel.FLOAT_ROWS, n), np.nan)
+    rf[kernel.START_CONTEXT] = 0.0
+    clients = 0
+    if load.arrivals is not None:
+        rf[kernel.SEEN_AT] = rf[kernel.SENT_AT] = np.asarray(load.arrivals, dtype=np.float64)
+    else:
+        clients = max(int(load.concurrency or 1), 1)
+    tables, switch = _tables(replica, load)
+    layouts = floats([pool, layout_floats(replica.target_kv), layout_floats(replica.draft_kv)])
+    limits = floats(
+        [
+            replica.max_num_seqs,
+            replica.max_num_batched_tokens,
+            replica.lookahead,
+            capacity,
+            float(replica.mixed_prefill),
+            float(replica.reserve_whole),
+            float(replica.schedules_ahead),
+        ]
+    )
+    running_seconds, preemptions, gave_up, times, counts = kernel.serve(
+        ri,
+        rf,
+        clients,
+        layouts,
+        limits,
+        np.stack([t.by_tokens[0] for t in tables]),
+        np.stack([t.by_tokens[1] for t in tables]),
+        floats([t.parameters for t in tables]),
+        switch["last_batch"],
+        switch["table_at"],
+        switch["step_scale"],
+        switch["steps_at"],
+        _give_up(load.give_up),
+    )
+    finish, arrival = rf[kernel.FINISH], rf[kernel.ARRIVAL]
+    finished = finish[~np.isnan(finish)]
+    span = float(finished.max() - np.nanmin(arrival)) if finished.size else 0.0
+    return Run(
+        arrival=arrival.copy(),
+        admitted=rf[kernel.ADMITTED].copy(),
+        first_token=rf[kernel.FIRST_TOKEN].copy(),
+        finish=finish.copy(),
+        output_tokens=outputs.copy(),
+        running_seconds=float(running_seconds),
+        gave_up=kernel.GAVE_UP[int(gave_up)],
+        span=span,
+        open_loop=load.arrivals is not None,
+        preemptions=int(preemptions),
+        itl_first=times[:, 0].copy(),
+        itl_slope=times[:, 1].copy(),
+        itl_steps=counts[:, 0].copy(),
+        itl_weight=counts[:, 1].copy(),
+    )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,6 +31,7 @@ from infersize.core.deployment import SideNumbers
 from infersize.core.engines import Engine
 from infersize.core.latency import PassLoad, pass_seconds
 from infersize.core.memory import kv_cache_bytes
+from infersize.core.serving.step_math import step_seconds
 from infersize.core.tree import CHAIN, Tree
 
 
@@ -158,10 +160,30 @@ class StepTable:
     eager_prefill: bool = False
     graph_max_bs: float = math.inf
 
-    def _eager(self, decode_seqs: int, prefill_tokens: int) -> tuple[bool, bool]:
-        """Whether a pass over the step's tokens, and a decode-only pass, run eagerly."""
-        over = decode_seqs > self.graph_max_bs
-        return over or (self.eager_prefill and prefill_tokens > 0), over
+    @cached_property
+    def parameters(self) -> tuple[float, ...]:
+        """The table's numbers in core/serving/step_math.py's order."""
+        return (
+            float(self.draft_k),
+            float(self.verify_tokens),
+            self.target_per_kv_byte,
+            self.target_per_attended,
+            self.draft_per_kv_byte,
+            self.draft_per_attended,
+            self.draft_passes_after_first,
+            self.draft_gpu_time,
+            float(self.draft_width),
+            self.target_eager,
+            self.draft_eager,
+            float(self.eager_prefill),
+            self.graph_max_bs,
+        )
+
+    @cached_property
+    def by_tokens(self) -> tuple[FloatArray, FloatArray]:
+        """The target's and one drafter pass's seconds by token count, as arrays (for the
+        compiled loop)."""
+        return floats(self.target_by_tokens), floats(self.draft_by_tokens)
 
     def seconds(
         self,
@@ -172,34 +194,18 @@ class StepTable:
         target_kv_bytes: float,
         draft_kv_bytes: float,
     ) -> float:
-        """The step's seconds, as engine_step_seconds gives them (plain floats: one step)."""
-        k, v = self.draft_k, self.verify_tokens
-        eager, eager_decode = self._eager(decode_seqs, prefill_tokens)
-        target = (
-            self.target_by_tokens[decode_seqs * v + prefill_tokens]
-            + self.target_per_kv_byte * target_kv_bytes
-            + self.target_per_attended * (v * decode_context + prefill_attended)
-            + (self.target_eager if eager else 0.0)
+        """The step's seconds, as engine_step_seconds gives them (core/serving/step_math.py)."""
+        return step_seconds(
+            self.target_by_tokens,
+            self.draft_by_tokens,
+            self.parameters,
+            decode_seqs,
+            prefill_tokens,
+            decode_context,
+            prefill_attended,
+            target_kv_bytes,
+            draft_kv_bytes,
         )
-        if k == 0 or self.draft_gpu_time == 0.0:
-            return float(target)
-        kv = self.draft_per_kv_byte * draft_kv_bytes
-        first = (
-            self.draft_by_tokens[decode_seqs + prefill_tokens]
-            + kv
-            + self.draft_per_attended * (decode_context + prefill_attended)
-            + (self.draft_eager if eager else 0.0)
-        )
-        if decode_seqs == 0:  # the later passes draft for decoding sequences only
-            return float(target + self.draft_gpu_time * first)
-        width = self.draft_width
-        later = (
-            self.draft_by_tokens[decode_seqs * width]
-            + kv
-            + self.draft_per_attended * width * decode_context
-            + (self.draft_eager if eager_decode else 0.0)
-        )
-        return float(target + self.draft_gpu_time * (first + self.draft_passes_after_first * later))
 
 
 def _pass_table(
