@@ -70,7 +70,11 @@ def loky_workers(n: int) -> Any:
             initializer=watch_parent,
             initargs=(os.getpid(),),
         )
-        executor.submit(int)  # starts the workers, the tracker and the manager thread now
+        # starts the workers, the tracker and the manager thread now; a worker's first task
+        # imports what a chunk runs, as loky takes its memory baseline after the first task
+        # (the libraries, the compiled simulator among them, would otherwise read as a leak
+        # and the worker would be restarted mid-run with a warning)
+        executor.submit(_import_in_worker)
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
@@ -92,7 +96,12 @@ def watch_parent(parent: int) -> None:
 
 
 def _import_in_worker() -> int:
-    import infersize.sweep.chunks  # noqa: F401 - what run_chunk needs, imported ahead
+    """What run_chunk needs, imported ahead: the scoring, the tables, the compiled simulator."""
+    import polars  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    import infersize.core.serving.simulate
+    import infersize.sweep.chunks  # noqa: F401
 
     return os.getpid()
 

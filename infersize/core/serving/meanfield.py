@@ -32,12 +32,13 @@ from functools import cached_property
 
 import numpy as np
 
+from infersize.core.arrays import FloatArray, floats
+from infersize.core.serving.meanfield_steps import fixed_point, mean_step, model_step, step_around
 from infersize.core.serving.metrics import Latencies, Stats
 from infersize.core.serving.replica import Replica, layout_floats
 from infersize.core.serving.step_math import sequence_kv
 from infersize.core.serving.traffic import emission_probabilities
 
-ITERATIONS = 200
 QUANTILES = {"mean": None, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 # the standard normal's quantiles at those probabilities (Φ⁻¹; statistics.NormalDist().inv_cdf
 # gives the same digits, tested), kept as numbers: importing `statistics` costs start-up time
@@ -102,40 +103,31 @@ class _Model:
             pool_kv=sequence_kv(layout_floats(replica.pool_kv), context + replica.lookahead),
         )
 
+    @cached_property
+    def numbers(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """The step table's arrays and the model's numbers, as the compiled fixed point reads
+        them (core/serving/meanfield_steps.py)."""
+        m = floats(
+            [
+                self.replica.step_tokens,
+                self.lengths.input_tokens,
+                self.context,
+                self.seq_kv[0],
+                self.seq_kv[1],
+                self.prompt_kv[0],
+                self.prompt_kv[1],
+            ]
+        )
+        return (*self.replica.table.arrays, m)
+
     def step(self, decoding: float, prefill: float) -> float:
         """The step model with `decoding` sequences at the mean context and `prefill` prompt
         tokens (prefill / I prompts reading their own KV), between whole sequence counts."""
-        table, per_seq = self.replica.table, self.replica.step_tokens
-        prompts = prefill / max(self.lengths.input_tokens, 1.0)
-        attended = prefill * (self.lengths.input_tokens + 1.0) / 2.0
-        low = math.floor(decoding)
-        seconds = []
-        for seqs in (low, low + 1):
-            room = len(table.target_by_tokens) - 1 - seqs * per_seq
-            seconds.append(
-                table.seconds(
-                    seqs,
-                    max(min(round(prefill), room), 0),
-                    seqs * self.context,
-                    attended,
-                    seqs * self.seq_kv[0] + prompts * self.prompt_kv[0],
-                    seqs * self.seq_kv[1] + prompts * self.prompt_kv[1],
-                )
-            )
-        share = decoding - low
-        return seconds[0] * (1.0 - share) + seconds[1] * share
+        return float(model_step(*self.numbers, decoding, prefill))
 
     def step_around(self, others: float, prefill: float) -> float:
-        """The step a decoding request sees: itself and the others decoding, whose count varies
-        about its mean like a Poisson count; its mean over that spread (a three-point rule: the
-        step is concave in the batch for MoE models, which read more experts as it grows)."""
-        spread = math.sqrt(3.0 * others)
-        low, high = max(others - spread, 0.0), others + spread
-        return (
-            self.step(1.0 + low, prefill)
-            + 4.0 * self.step(1.0 + others, prefill)
-            + self.step(1.0 + high, prefill)
-        ) / 6.0
+        """The step a decoding request sees amid the others decoding (meanfield_steps.py)."""
+        return float(step_around(*self.numbers, others, prefill))
 
 
 def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]:
@@ -157,33 +149,15 @@ def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]
 
 def _mean_step(model: _Model, rate: float, steps: float, t: float) -> float:
     """f(t) = t_d(n) + λ t Δ(n) at n = λ S̄ t: the mean step the load makes of a step t."""
-    n = rate * steps * t
-    t_d = model.step_around(n, 0.0)
-    return t_d + rate * t * (model.step_around(n, model.lengths.input_tokens) - t_d)
+    return float(mean_step(*model.numbers, rate, steps, t))
 
 
 def _fixed_point(model: _Model, rate: float, steps: float) -> tuple[float, str]:
     """t = f(t) (f rises with t), bracketed by 0 and the longest step the limits allow; (t, '')
     or, when f(longest) > longest, no fixed point within the limits: (longest, the limit)."""
     high, limit = _longest_step(model, rate, steps)
-    g_high = _mean_step(model, rate, steps, high) - high
-    if g_high > 0:
-        return high, limit
-    low = 0.0
-    g_low = _mean_step(model, rate, steps, low) - low
-    side = 0
-    for _ in range(ITERATIONS):  # false position, Illinois variant
-        t = (low * g_high - high * g_low) / (g_high - g_low)
-        g = _mean_step(model, rate, steps, t) - t
-        if abs(g) <= 1e-9 * t or high - low <= 1e-12:
-            return t, ""
-        if g > 0:
-            low, g_low = t, g
-            g_high, side = (g_high / 2.0, side) if side == 1 else (g_high, 1)
-        else:
-            high, g_high = t, g
-            g_low, side = (g_low / 2.0, side) if side == -1 else (g_low, -1)
-    return (low + high) / 2.0, ""
+    t, within = fixed_point(*model.numbers, rate, steps, high)
+    return (float(t), "") if within else (high, limit)
 
 
 def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:

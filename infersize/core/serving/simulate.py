@@ -42,6 +42,7 @@ import numpy as np
 
 from infersize.core.arrays import floats
 from infersize.core.serving import kernel
+from infersize.core.serving import kernel_requests as state
 from infersize.core.serving.replica import (
     GiveUp,
     Load,
@@ -92,29 +93,28 @@ def _tables(replica: Replica, load: Load) -> tuple[list[StepTable], dict[str, np
     }
 
 
-def simulate(replica: Replica, load: Load) -> Run:
-    """Serve `load` on `replica`, step by step, until every request has finished."""
-    inputs = np.asarray(load.input_tokens, dtype=np.int64)
-    outputs = np.asarray(load.output_tokens, dtype=np.int64)
-    pool = layout_floats(replica.pool_kv)
-    capacity = float(replica.kv_capacity_bytes)
-    check_fits(pool, capacity, inputs, outputs, replica.lookahead)
+def _requests(
+    load: Load, inputs: np.ndarray, outputs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The requests' rows as the compiled loop reads them, and the closed loop's clients (0:
+    an open loop, its arrivals in the rows)."""
     n = len(inputs)
-    ri = np.zeros((kernel.INT_ROWS, n), dtype=np.int64)
-    ri[kernel.INPUT], ri[kernel.OUTPUT] = inputs, outputs
-    ri[kernel.STEPS_LEFT] = np.asarray(load.steps, dtype=np.int64)
-    ri[kernel.ARRIVE_ID] = np.arange(n)
-    ri[kernel.END] = -1
-    rf = np.full((kernel.FLOAT_ROWS, n), np.nan)
-    rf[kernel.START_CONTEXT] = 0.0
-    clients = 0
-    if load.arrivals is not None:
-        rf[kernel.SEEN_AT] = rf[kernel.SENT_AT] = np.asarray(load.arrivals, dtype=np.float64)
-    else:
-        clients = max(int(load.concurrency or 1), 1)
-    tables, switch = _tables(replica, load)
-    layouts = floats([pool, layout_floats(replica.target_kv), layout_floats(replica.draft_kv)])
-    limits = floats(
+    ri = np.zeros((state.INT_ROWS, n), dtype=np.int64)
+    ri[state.INPUT], ri[state.OUTPUT] = inputs, outputs
+    ri[state.STEPS_LEFT] = np.asarray(load.steps, dtype=np.int64)
+    ri[state.ARRIVE_ID] = np.arange(n)
+    ri[state.END] = -1
+    rf = np.full((state.FLOAT_ROWS, n), np.nan)
+    rf[state.START_CONTEXT] = 0.0
+    if load.arrivals is None:
+        return ri, rf, max(int(load.concurrency or 1), 1)
+    rf[state.SEEN_AT] = rf[state.SENT_AT] = np.asarray(load.arrivals, dtype=np.float64)
+    return ri, rf, 0
+
+
+def _limits(replica: Replica, capacity: float) -> np.ndarray:
+    """The replica's scheduler limits and rules, in the order the compiled loop reads them."""
+    return floats(
         [
             replica.max_num_seqs,
             replica.max_num_batched_tokens,
@@ -125,32 +125,44 @@ def simulate(replica: Replica, load: Load) -> Run:
             float(replica.schedules_ahead),
         ]
     )
+
+
+def simulate(replica: Replica, load: Load) -> Run:
+    """Serve `load` on `replica`, step by step, until every request has finished."""
+    inputs = np.asarray(load.input_tokens, dtype=np.int64)
+    outputs = np.asarray(load.output_tokens, dtype=np.int64)
+    pool = layout_floats(replica.pool_kv)
+    capacity = float(replica.kv_capacity_bytes)
+    check_fits(pool, capacity, inputs, outputs, replica.lookahead)
+    ri, rf, clients = _requests(load, inputs, outputs)
+    tables, switch = _tables(replica, load)
+    layouts = floats([pool, layout_floats(replica.target_kv), layout_floats(replica.draft_kv)])
     running_seconds, preemptions, gave_up, times, counts = kernel.serve(
         ri,
         rf,
         clients,
         layouts,
-        limits,
-        np.stack([t.by_tokens[0] for t in tables]),
-        np.stack([t.by_tokens[1] for t in tables]),
-        floats([t.parameters for t in tables]),
+        _limits(replica, capacity),
+        np.stack([t.arrays[0] for t in tables]),
+        np.stack([t.arrays[1] for t in tables]),
+        np.stack([t.arrays[2] for t in tables]),
         switch["last_batch"],
         switch["table_at"],
         switch["step_scale"],
         switch["steps_at"],
         _give_up(load.give_up),
     )
-    finish, arrival = rf[kernel.FINISH], rf[kernel.ARRIVAL]
+    finish, arrival = rf[state.FINISH], rf[state.ARRIVAL]
     finished = finish[~np.isnan(finish)]
     span = float(finished.max() - np.nanmin(arrival)) if finished.size else 0.0
     return Run(
         arrival=arrival.copy(),
-        admitted=rf[kernel.ADMITTED].copy(),
-        first_token=rf[kernel.FIRST_TOKEN].copy(),
+        admitted=rf[state.ADMITTED].copy(),
+        first_token=rf[state.FIRST_TOKEN].copy(),
         finish=finish.copy(),
         output_tokens=outputs.copy(),
         running_seconds=float(running_seconds),
-        gave_up=kernel.GAVE_UP[int(gave_up)],
+        gave_up=state.GAVE_UP[int(gave_up)],
         span=span,
         open_loop=load.arrivals is not None,
         preemptions=int(preemptions),

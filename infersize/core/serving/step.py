@@ -180,10 +180,10 @@ class StepTable:
         )
 
     @cached_property
-    def by_tokens(self) -> tuple[FloatArray, FloatArray]:
-        """The target's and one drafter pass's seconds by token count, as arrays (for the
-        compiled loop)."""
-        return floats(self.target_by_tokens), floats(self.draft_by_tokens)
+    def arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The target's and one drafter pass's seconds by token count, and the parameters, as
+        arrays (for the compiled loop and fixed point)."""
+        return floats(self.target_by_tokens), floats(self.draft_by_tokens), floats(self.parameters)
 
     def seconds(
         self,

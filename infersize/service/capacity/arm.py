@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -40,9 +40,7 @@ class Arm:
     def steps(self) -> np.ndarray:
         """Verification steps of each request after its first token (drawn when first asked:
         the mean-field screen needs none)."""
-        n = self.traffic.requests
-        outputs = replay(self.traffic.output_tokens, n)
-        return verify_steps(_rng(self.traffic, 1 + self.draft_k), outputs - 1, self.rates)
+        return drawn_steps(self.traffic, self.draft_k, self.rates)
 
     @cached_property
     def steps_by_k(self) -> dict[int, np.ndarray] | None:
@@ -51,11 +49,31 @@ class Arm:
         switch = self.replica.switch
         if switch is None:
             return None
-        outputs = replay(self.traffic.output_tokens, self.traffic.requests)
         return {
-            k: verify_steps(_rng(self.traffic, 1 + k), outputs - 1, self.rates[:k])
-            for k in sorted(set(switch.draft_k))
+            k: drawn_steps(self.traffic, k, self.rates[:k]) for k in sorted(set(switch.draft_k))
         }
+
+
+@lru_cache(maxsize=256)
+def drawn_steps(traffic: Traffic, draft_k: int, rates: tuple[float, ...]) -> np.ndarray:
+    """The steps of each request of `traffic` at K drafts accepted at `rates`, drawn from the
+    K's own stream: the same for every arm that asks (a capacity search makes many), so drawn
+    once (read-only)."""
+    outputs = replay(traffic.output_tokens, traffic.requests)
+    steps = verify_steps(_rng(traffic, 1 + draft_k), outputs - 1, rates)
+    steps.flags.writeable = False
+    return steps
+
+
+@lru_cache(maxsize=64)
+def unit_arrivals(traffic: Traffic) -> np.ndarray:
+    """The arrival times of `traffic`'s requests at one request per second, from stream 0:
+    every probe of a search scales the same draws to its rate (common random numbers), drawn
+    once (read-only)."""
+    gaps = unit_gaps(_rng(traffic, 0), traffic.requests, traffic.arrival)
+    arrivals = np.cumsum(gaps)
+    arrivals.flags.writeable = False
+    return arrivals
 
 
 def _rng(traffic: Traffic, stream: int) -> np.random.Generator:
@@ -140,8 +158,7 @@ def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
         arrivals, clients = None, traffic.concurrency
     else:
         per_s = rate if rate is not None else float(traffic.request_rate or 0.0)
-        gaps = unit_gaps(_rng(traffic, 0), n, traffic.arrival)
-        arrivals, clients = np.cumsum(gaps) / per_s, None
+        arrivals, clients = unit_arrivals(traffic) / per_s, None
     return Load(
         input_tokens=inputs,
         output_tokens=outputs,
