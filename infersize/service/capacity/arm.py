@@ -222,7 +222,10 @@ def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
 
 
 def choose_draft_k(
-    prepared: Prepared, req: CapacityRequest, simulated: Callable[[int], float]
+    prepared: Prepared,
+    req: CapacityRequest,
+    simulated: Callable[[int], float],
+    replicas: ReplicaCache | None = None,
 ) -> int:
     """The K that serves the load best: the mean-field model screens K = 1 .. max_k, the
     simulator decides between its two best and plain decoding (K = 0, also when speculation
@@ -230,7 +233,7 @@ def choose_draft_k(
     screened = {}
     for k in range(1, prepared.request.max_k + 1):
         try:
-            arm = make_arm(prepared, req.traffic, k)
+            arm = make_arm(prepared, req.traffic, k, replicas)
         except NoKvRoomError:  # the draft's weights and KV crowd out the pool at this K
             continue
         screened[k] = screen_score(arm, req.traffic, req.sla)

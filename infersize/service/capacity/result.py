@@ -11,7 +11,14 @@ from typing import Any
 from infersize.catalog.store import Catalog
 from infersize.core.serving.metrics import ServingMetrics, sla_breaches
 from infersize.service.capacity.answer import ARMS, ArmResult, CapacityResult, k_schedule_json
-from infersize.service.capacity.arm import Arm, choose_draft_k, make_arm, screen_score, serve
+from infersize.service.capacity.arm import (
+    Arm,
+    ReplicaCache,
+    choose_draft_k,
+    make_arm,
+    screen_score,
+    serve,
+)
 from infersize.service.capacity.fleet import Fleet, fleet
 from infersize.service.capacity.floor import floor_remedy
 from infersize.service.capacity.notes import capacity_confidence, capacity_notes
@@ -135,38 +142,56 @@ def arm_result(
 
 
 def _first(
-    prepared: Prepared, req: CapacityRequest, k: int, scale: float | None = None
+    prepared: Prepared,
+    req: CapacityRequest,
+    k: int,
+    scale: float | None = None,
+    replicas: ReplicaCache | None = None,
 ) -> Evaluated:
     """An arm (K = 0: plain decoding) and its first replication's capacity at the SLA, the
     search starting from its mean-field capacity times `scale` when given."""
-    arm = make_arm(prepared, req.traffic, k)
+    arm = make_arm(prepared, req.traffic, k, replicas)
     if req.sla is None:
         return arm, None
     guess = None if scale is None else screen_score(arm, req.traffic, req.sla) * scale
     return arm, first_replication(arm, req.traffic, req.sla, guess)
 
 
-def _screen_scale(prepared: Prepared, req: CapacityRequest, baseline: ArmResult) -> float | None:
+def _screen_scale(
+    prepared: Prepared,
+    req: CapacityRequest,
+    baseline: ArmResult,
+    replicas: ReplicaCache | None = None,
+) -> float | None:
     """Plain decoding's simulated capacity over its mean-field one: the mean-field model errs
     alike for both arms, so this scales speculation's mean-field capacity into a good first
     guess for its search."""
     if req.sla is None or baseline.capacity is None:
         return None
-    screened = screen_score(make_arm(prepared, req.traffic, 0), req.traffic, req.sla)
+    screened = screen_score(make_arm(prepared, req.traffic, 0, replicas), req.traffic, req.sla)
     simulated = baseline.capacity.replications[0]
     return simulated / screened if screened > 0 and simulated > 0 else None
 
 
-def plain_decoding(prepared: Prepared, req: CapacityRequest, cache: BaselineCache) -> ArmResult:
+def plain_decoding(
+    prepared: Prepared,
+    req: CapacityRequest,
+    cache: BaselineCache,
+    replicas: ReplicaCache | None = None,
+) -> ArmResult:
     """Plain decoding's arm as run_capacity answers it, computed once per key of the cache."""
     key = baseline_key(prepared, req)
     if key not in cache:
-        cache[key] = arm_result(prepared, req, *_first(prepared, req, 0))
+        cache[key] = arm_result(prepared, req, *_first(prepared, req, 0, None, replicas))
     return cache[key]
 
 
 def speculative_k(
-    prepared: Prepared, req: CapacityRequest, firsts: dict[int, Evaluated], scale: float | None
+    prepared: Prepared,
+    req: CapacityRequest,
+    firsts: dict[int, Evaluated],
+    scale: float | None,
+    replicas: ReplicaCache | None = None,
 ) -> int:
     """The K asked, or with --draft-k auto the K that serves the load best (0: none)."""
     if not req.draft_k_auto:
@@ -174,11 +199,11 @@ def speculative_k(
 
     def score(k: int) -> float:
         if k not in firsts:
-            firsts[k] = _first(prepared, req, k, scale)
+            firsts[k] = _first(prepared, req, k, scale, replicas)
         arm, first = firsts[k]
         return simulated_score(first, None if first else serve(arm, req.traffic))
 
-    return choose_draft_k(prepared, req, score)
+    return choose_draft_k(prepared, req, score, replicas)
 
 
 def _rate(arm: ArmResult) -> float:
@@ -186,25 +211,26 @@ def _rate(arm: ArmResult) -> float:
 
 
 def run_capacity(
-    req: CapacityRequest, catalog: Catalog, baseline_cache: BaselineCache | None = None
+    req: CapacityRequest,
+    catalog: Catalog,
+    baseline_cache: BaselineCache | None = None,
+    replicas: ReplicaCache | None = None,
 ) -> CapacityResult:
-    """Both arms at the load, their capacity at the SLA, the fleet for the target rate.
-    `baseline_cache` shares plain decoding's answer between requests that differ only in their
-    drafter (a capacity sweep's rows); the answer is the same with or without it."""
+    """Both arms at the load, their capacity at the SLA, the fleet for the target rate. A sweep's
+    rows share plain decoding's answer (`baseline_cache`: rows differing only in the drafter)
+    and replicas by deployment and K: the answer is the same with or without them."""
     prepared = prepare_capacity(req, catalog)
-    baseline = plain_decoding(prepared, req, {} if baseline_cache is None else baseline_cache)
+    cache = {} if baseline_cache is None else baseline_cache
+    baseline = plain_decoding(prepared, req, cache, replicas)
     speculative = None
     if prepared.deployment.draft is not None:
         firsts: dict[int, Evaluated] = {}
         if baseline.capacity is not None:  # K = 0 needs no search again
-            firsts[0] = (make_arm(prepared, req.traffic, 0), baseline.capacity)
-        scale = _screen_scale(prepared, req, baseline)
-        k = speculative_k(prepared, req, firsts, scale)
-        speculative = (
-            baseline
-            if k == 0
-            else arm_result(prepared, req, *firsts.get(k) or _first(prepared, req, k, scale))
-        )
+            firsts[0] = (make_arm(prepared, req.traffic, 0, replicas), baseline.capacity)
+        scale = _screen_scale(prepared, req, baseline, replicas)
+        k = speculative_k(prepared, req, firsts, scale, replicas)
+        first = firsts.get(k) or _first(prepared, req, k, scale, replicas)
+        speculative = baseline if k == 0 else arm_result(prepared, req, *first)
         if req.draft_k_auto and _rate(speculative) < _rate(baseline):
             speculative = baseline  # over all replications K = 0 serves more: it is the answer
     baseline = _with_remedy(req, catalog, baseline)

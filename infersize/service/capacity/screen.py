@@ -198,7 +198,7 @@ def simulate_row(
 ) -> RowAnswer:
     """The simulator's answer: exactly `infersize capacity --draft-k auto`'s, and the auto K
     table's capacity beside it."""
-    result = run_capacity(request, catalog, cache.plain)
+    result = run_capacity(request, catalog, cache.plain, cache.replicas)
     prepared = prepare_capacity(request, catalog)
     _arm, limit, plain_latency = _plain(prepared, request, cache)
     base = limit.max_request_rate
@@ -208,7 +208,8 @@ def simulate_row(
     spec_rate = spec_arm.capacity.max_request_rate
     spec_latency = plain_latency
     if k > 0:
-        spec_latency = partial(_simulated_latency, make_arm(prepared, request.traffic, k), request)
+        at_k = make_arm(prepared, request.traffic, k, cache.replicas)
+        spec_latency = partial(_simulated_latency, at_k, request)
     return RowAnswer(
         draft_k=k,
         baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
