@@ -51,7 +51,7 @@ def _plan(path: Path, max_cells: int | None, warm_jobs: int = 1) -> tuple[SweepC
 
         work = upper if config.workloads is None else math.inf  # capacity rows: always worth it
         if jobs_for(warm_jobs, work, warm_jobs) > 1:  # start them while the plan is built
-            warm_workers(warm_jobs)
+            warm_workers(warm_jobs, simulator=config.workloads is not None)
     base = path.parent
     overlays = tuple(
         str((base / p) if not Path(p).is_absolute() else Path(p)) for p in config.catalog

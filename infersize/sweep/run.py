@@ -122,7 +122,8 @@ def _execute(
     if not tasks:
         return
     if backend != "dask":
-        pool = loky_workers(jobs - 1) if jobs > 1 else None
+        simulator = any(task.capacity is not None for task in tasks)
+        pool = loky_workers(jobs - 1, simulator) if jobs > 1 else None
         yield from share_out(tasks, partial(run_chunk, where=where), pool, jobs - 1)
         return
     from joblib import Parallel, delayed

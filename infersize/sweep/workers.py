@@ -49,12 +49,13 @@ PARENT_POLL_S = 0.2  # how often a worker looks for its parent: it outlives it b
 HELD_SIGNALS = ("SIGINT", "SIGHUP")
 
 
-def loky_workers(n: int) -> Any:
+def loky_workers(n: int, simulator: bool = False) -> Any:
     """n loky workers, reused by later calls in this process (loky's reusable executor); each
     exits as soon as this process is gone, however it ended (SIGKILL included). They, loky's
     resource tracker and the thread that respawns workers start with HELD_SIGNALS blocked (a
     mask a child inherits), so only this process hears them; one that arrives meanwhile is
-    delivered here once the workers are up."""
+    delivered here once the workers are up. `simulator`: the run has capacity rows, so its
+    workers load the compiled simulator too."""
     import signal
 
     from joblib.externals.loky import get_reusable_executor
@@ -74,7 +75,7 @@ def loky_workers(n: int) -> Any:
         # imports what a chunk runs, as loky takes its memory baseline after the first task
         # (the libraries, the compiled simulator among them, would otherwise read as a leak
         # and the worker would be restarted mid-run with a warning)
-        executor.submit(_import_in_worker)
+        executor.submit(_import_in_worker, simulator)
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
@@ -95,23 +96,26 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="infersize-parent-watch", daemon=True).start()
 
 
-def _import_in_worker() -> int:
-    """What run_chunk needs, imported ahead: the scoring, the tables, the compiled simulator."""
+def _import_in_worker(simulator: bool = False) -> int:
+    """What run_chunk needs, imported ahead: the scoring, the tables, and for capacity rows
+    the compiled simulator (numba)."""
     import polars  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    import infersize.core.serving.simulate
-    import infersize.sweep.chunks  # noqa: F401
+    import infersize.sweep.chunks
 
+    if simulator:
+        import infersize.core.serving.kernel
+        import infersize.core.serving.meanfield_steps  # noqa: F401
     return os.getpid()
 
 
-def warm_workers(jobs: int) -> None:
+def warm_workers(jobs: int, simulator: bool = False) -> None:
     """Start the workers of a `jobs`-process run now, so their interpreters start and import
     while the plan is built (submitting returns at once); the run reuses them."""
-    workers = loky_workers(jobs - 1)
+    workers = loky_workers(jobs - 1, simulator)
     for _ in range(jobs - 1):
-        workers.submit(_import_in_worker)
+        workers.submit(_import_in_worker, simulator)
 
 
 def share_out(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from infersize.core.serving.kernel_requests import (
+from infersize.core.serving.kernel_layout import (
     ARR_HEAD,
     ARR_TAIL,
     ARRIVE_ID,
@@ -58,6 +58,8 @@ from infersize.core.serving.kernel_requests import (
     STEPS_LEFT,
     WQ_COUNT,
     T,
+)
+from infersize.core.serving.kernel_requests import (
     preempt,
     sequence_kv,
     take,

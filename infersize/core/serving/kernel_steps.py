@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from infersize.core.serving import step_math
-from infersize.core.serving.kernel_requests import (
+from infersize.core.serving.kernel_layout import (
     ADMISSIONS,
     ADMITTED,
     ARR_HEAD,
@@ -41,6 +41,8 @@ from infersize.core.serving.kernel_requests import (
     WQ_HEAD,
     G,
     T,
+)
+from infersize.core.serving.kernel_requests import (
     advance,
     check_over,
     decode_from,

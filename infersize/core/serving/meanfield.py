@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from types import ModuleType
 
 import numpy as np
 
 from infersize.core.arrays import FloatArray, floats
-from infersize.core.serving.meanfield_steps import fixed_point, mean_step, model_step, step_around
 from infersize.core.serving.metrics import Latencies, Stats
 from infersize.core.serving.replica import Replica, layout_floats
 from infersize.core.serving.step_math import sequence_kv
@@ -74,6 +74,14 @@ class Lengths:
         tokens = np.arange(1, p.size + 1)
         mean = float(np.dot(tokens, p))
         return mean, float(np.dot((tokens - mean) ** 2, p))
+
+
+def _compiled() -> ModuleType:
+    """The compiled fixed point: numba loads (half a second) on first use, which a sweep
+    without capacity axes never makes."""
+    from infersize.core.serving import meanfield_steps
+
+    return meanfield_steps
 
 
 @dataclass(frozen=True)
@@ -123,11 +131,11 @@ class _Model:
     def step(self, decoding: float, prefill: float) -> float:
         """The step model with `decoding` sequences at the mean context and `prefill` prompt
         tokens (prefill / I prompts reading their own KV), between whole sequence counts."""
-        return float(model_step(*self.numbers, decoding, prefill))
+        return float(_compiled().model_step(*self.numbers, decoding, prefill))
 
     def step_around(self, others: float, prefill: float) -> float:
         """The step a decoding request sees amid the others decoding (meanfield_steps.py)."""
-        return float(step_around(*self.numbers, others, prefill))
+        return float(_compiled().step_around(*self.numbers, others, prefill))
 
 
 def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]:
@@ -149,14 +157,14 @@ def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]
 
 def _mean_step(model: _Model, rate: float, steps: float, t: float) -> float:
     """f(t) = t_d(n) + λ t Δ(n) at n = λ S̄ t: the mean step the load makes of a step t."""
-    return float(mean_step(*model.numbers, rate, steps, t))
+    return float(_compiled().mean_step(*model.numbers, rate, steps, t))
 
 
 def _fixed_point(model: _Model, rate: float, steps: float) -> tuple[float, str]:
     """t = f(t) (f rises with t), bracketed by 0 and the longest step the limits allow; (t, '')
     or, when f(longest) > longest, no fixed point within the limits: (longest, the limit)."""
     high, limit = _longest_step(model, rate, steps)
-    t, within = fixed_point(*model.numbers, rate, steps, high)
+    t, within = _compiled().fixed_point(*model.numbers, rate, steps, high)
     return (float(t), "") if within else (high, limit)
 
 

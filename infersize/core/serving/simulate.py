@@ -41,8 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from infersize.core.arrays import floats
-from infersize.core.serving import kernel
-from infersize.core.serving import kernel_requests as state
+from infersize.core.serving import kernel_layout as state
 from infersize.core.serving.replica import (
     GiveUp,
     Load,
@@ -137,6 +136,9 @@ def simulate(replica: Replica, load: Load) -> Run:
     ri, rf, clients = _requests(load, inputs, outputs)
     tables, switch = _tables(replica, load)
     layouts = floats([pool, layout_floats(replica.target_kv), layout_floats(replica.draft_kv)])
+    # the compiled loop loads numba (half a second) on first use: a decode-only sweep never does
+    from infersize.core.serving import kernel
+
     running_seconds, preemptions, gave_up, times, counts = kernel.serve(
         ri,
         rf,
