@@ -100,8 +100,9 @@ FIGURES = [
     ),
     ("`infersize bench`: a sweep end to end", r"= ([\d,]+) cells/s\n", "{} cells/s"),
     (
-        "`infersize capacity` with an SLA and a target rate (2,000 requests each arm), one core",
-        r"\| `infersize capacity` \(README example, K 2\), one core \| ([\d.]+ s) \|",
+        "`infersize capacity`, the README example (--draft-k auto, 5 replications), one core",
+        r"\| `infersize capacity` \(README example: --draft-k auto, 5 replications\), one core "
+        r"\| ([\d.]+ s) \|",
         "{}",
     ),
     (
