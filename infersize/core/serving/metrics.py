@@ -155,16 +155,18 @@ def overload_reason(run: Run) -> str:
     )
 
 
-def metrics(run: Run) -> ServingMetrics:
+def metrics(run: Run, itl: bool = True) -> ServingMetrics:
+    """The run's statistics; `itl` False leaves the inter-token latencies out (NaN), which a
+    capacity probe whose SLA reads none skips: every step's gaps, sorted, cost more than the
+    run."""
     ttft = run.first_token - run.arrival
     e2e = run.finish - run.arrival
     many = run.output_tokens > 1
     tpot = (e2e - ttft)[many] / (run.output_tokens[many] - 1)
-    itl, chunks = itl_values(run)
     return ServingMetrics(
         ttft_s=stats(ttft),
         tpot_s=stats(tpot),
-        itl_s=weighted_stats(itl, chunks),
+        itl_s=weighted_stats(*itl_values(run)) if itl else stats([]),
         e2e_s=stats(e2e),
         output_tokens_per_s=float(run.output_tokens.sum() / run.span),
         requests_per_s=float(run.output_tokens.size / run.span),

@@ -66,7 +66,7 @@ def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]
     run = simulate(arm.replica, dataclasses.replace(requests, give_up=rule))
     if run.gave_up:
         return [str(term) for term in sla.terms if term.metric == run.gave_up]
-    return sla_breaches(metrics(run), sla)
+    return sla_breaches(metrics(run, itl=any(term.metric == "itl" for term in sla.terms)), sla)
 
 
 def alone(arm: Arm, traffic: Traffic) -> ServingMetrics:
