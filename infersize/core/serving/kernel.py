@@ -5,9 +5,10 @@ define it, operation by operation and in the same order, so a run is the same to
 at any speed (tests/test_simulate.py holds runs to hand-computed and engine-rule answers).
 
 The step model is core/serving/step_math.step_seconds, compiled, over a StepTable's numbers as
-arrays (StepTable.by_tokens, StepTable.parameters). Lengths are tokens, KV bytes, times seconds.
+arrays (StepTable.arrays). Lengths are tokens, KV bytes, times seconds.
 
-The state a step reads is core/serving/kernel_requests.py's; the steps, kernel_steps.py's.
+The state a step reads is laid out in core/serving/kernel_layout.py and kept by
+kernel_requests.py; the steps are kernel_steps.py's.
 
 serve's arguments: requests arrive at SENT_AT, seen by the engine from SEEN_AT (an open loop,
 `clients` 0), else `clients` send at once and each sends its next when its last ends.
