@@ -10,19 +10,13 @@ from pathlib import Path
 import pytest
 
 from infersize.cli import app
+from tests.support.commands import ALPHA, QWEN_CAPACITY
 
 
 def test_requests_longer_than_the_drafts_context_are_named(runner):
     args = [
-        "capacity",
-        "--target",
-        "qwen2.5-7b",
-        "--draft",
-        "qwen2.5-0.5b",
-        "--gpu",
-        "h100",
-        "--acceptance-rate",
-        "0.7",
+        *QWEN_CAPACITY,
+        *ALPHA,
         "--input-tokens",
         "60000",
         "--output-tokens",

@@ -11,15 +11,10 @@ import polars as pl
 import pytest
 
 from infersize.cli import app
+from tests.support.commands import QWEN_CAPACITY
 
 BASE = [
-    "capacity",
-    "--target",
-    "qwen2.5-7b",
-    "--draft",
-    "qwen2.5-0.5b",
-    "--gpu",
-    "h100",
+    *QWEN_CAPACITY,
     "--requests",
     "40",
     "--request-rate",

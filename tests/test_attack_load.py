@@ -10,18 +10,9 @@ import json
 import pytest
 
 from infersize.cli import app
+from tests.support.commands import ALPHA, QWEN_CAPACITY
 
-BASE = [
-    "capacity",
-    "--target",
-    "qwen2.5-7b",
-    "--draft",
-    "qwen2.5-0.5b",
-    "--gpu",
-    "h100",
-    "--acceptance-rate",
-    "0.7",
-]
+BASE = [*QWEN_CAPACITY, *ALPHA]
 LOAD = ["--input-tokens", "500", "--output-tokens", "100", "--request-rate", "1"]
 
 

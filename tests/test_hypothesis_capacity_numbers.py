@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from infersize.cli import app
+from tests.support.commands import ALPHA, QWEN_CAPACITY
 
 CAPACITY = typer.main.get_command(app).commands["capacity"]  # type: ignore[attr-defined]
 NUMBERS_OR_AUTO = ("--tp", "--draft-k")  # a number, or auto
@@ -23,15 +24,8 @@ NUMERIC = sorted(
     + list(NUMBERS_OR_AUTO)
 )
 BASE = [
-    "capacity",
-    "--target",
-    "qwen2.5-7b",
-    "--draft",
-    "qwen2.5-0.5b",
-    "--gpu",
-    "h100",
-    "--acceptance-rate",
-    "0.7",
+    *QWEN_CAPACITY,
+    *ALPHA,
     "--input-tokens",
     "200",
     "--output-tokens",

@@ -1,4 +1,5 @@
-"""The seed example's `spec` arguments, and the installed command run in its own process group."""
+"""The seed example's `spec` arguments, the small capacity deployment the attack tests load,
+and the installed command run in its own process group."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ SEED_ARGS = [
     "--draft-k",
     "4",
 ]
+# Qwen2.5-7B with its 0.5B draft on one H100: small enough to simulate in a test
+QWEN_CAPACITY = ["capacity", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "h100"]
+ALPHA = ["--acceptance-rate", "0.7"]
 
 
 def cli_process(tmp_path: Path, *args: str) -> subprocess.Popen:

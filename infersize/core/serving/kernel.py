@@ -150,8 +150,8 @@ def _start(
     s[DEC_TAIL] = -1
     s[RESERVE_WHOLE] = limits[5] != 0.0
     for i in range(n):
-        out, steps = ri[OUTPUT, i], ri[STEPS_LEFT, i]
-        rf[RATE, i] = (out - 1) / steps if steps > 0 else 0.0
+        out = ri[OUTPUT, i]
+        rf[RATE, i] = _tokens_a_step(out, ri[STEPS_LEFT, i])
         final = float(ri[INPUT, i] + out + lookahead)
         rf[FINAL_KV, i] = sequence_kv(layouts[0], final)
     ri[PROMPT] = ri[INPUT]
@@ -174,9 +174,14 @@ def _rates_at(ri: np.ndarray, steps_at: np.ndarray, switching: bool) -> np.ndarr
     rate_at = np.zeros((tables, n if switching else 0))
     for j in range(tables if switching else 0):
         for i in range(n):
-            d, m = ri[OUTPUT, i] - 1, steps_at[j, i]
-            rate_at[j, i] = d / m if m > 0 else 0.0
+            rate_at[j, i] = _tokens_a_step(ri[OUTPUT, i], steps_at[j, i])
     return rate_at
+
+
+@njit(cache=True)
+def _tokens_a_step(output: int, steps: int) -> float:
+    """A request's mean tokens a step after its first: (output − 1) over its drawn steps."""
+    return (output - 1) / steps if steps > 0 else 0.0
 
 
 @njit(cache=True)

@@ -54,8 +54,8 @@ from infersize.core.serving.kernel_requests import (
     stop_decoding,
 )
 
-# the step model, compiled for the loop (the same function, in Python, times the mean-field
-# model's steps)
+# the step model, compiled for the loop and the mean-field fixed point (the same function, in
+# Python, is StepTable.seconds)
 step_seconds = njit(cache=True)(step_math.step_seconds)
 
 
@@ -215,20 +215,8 @@ def _chunks_seconds(
         return float(
             f[SCALE] * step_seconds(bt, bd, p, 0, int(tokens), 0.0, attended, kv_target, kv_draft)
         )
-    g = s[G]
-    contexts = f[CONTEXT_BASE] + f[CONTEXT_RATE] * g if s[DEC_COUNT] else 0.0
-    seconds: float = f[SCALE] * step_seconds(
-        bt,
-        bd,
-        p,
-        s[DEC_COUNT],
-        int(tokens),
-        contexts,
-        attended,
-        decode_kv(target, g, 0.0, f, s, ri, rf) + kv_target,
-        decode_kv(draft, g, 0.0, f, s, ri, rf) + kv_draft,
-    )
-    return seconds
+    prefill = (tokens, attended, kv_target, kv_draft)
+    return step_with_decodes(f, s, ri, rf, s[G], layouts, step, prefill)
 
 
 @njit(cache=True)
@@ -257,29 +245,32 @@ def _chunks_in(
 
 
 @njit(cache=True)
-def all_decode_seconds(
+def step_with_decodes(
     f: np.ndarray,
     s: np.ndarray,
     ri: np.ndarray,
     rf: np.ndarray,
     step: int,
     layouts: np.ndarray,
-    bt: np.ndarray,
-    bd: np.ndarray,
-    p: np.ndarray,
+    table: Step,
+    prefill: tuple[float, float, float, float],
 ) -> float:
-    """An all-decode step's seconds at `step`, its KV summed request by request (windows)."""
+    """The seconds of step `step` with every decoding request in it, their KV summed request by
+    request (windows), beside `prefill`: its tokens, attended tokens and KV bytes (target,
+    drafter); zeros for an all-decode step."""
+    bt, bd, p = table
+    tokens, attended, kv_target, kv_draft = prefill
     contexts = f[CONTEXT_BASE] + f[CONTEXT_RATE] * step if s[DEC_COUNT] else 0.0
     seconds: float = f[SCALE] * step_seconds(
         bt,
         bd,
         p,
         s[DEC_COUNT],
-        0,
+        int(tokens),
         contexts,
-        0.0,
-        decode_kv(layouts[1], step, 0.0, f, s, ri, rf) + 0.0,
-        decode_kv(layouts[2], step, 0.0, f, s, ri, rf) + 0.0,
+        attended,
+        decode_kv(layouts[1], step, 0.0, f, s, ri, rf) + kv_target,
+        decode_kv(layouts[2], step, 0.0, f, s, ri, rf) + kv_draft,
     )
     return seconds
 
@@ -332,8 +323,9 @@ def decode_run(
     if windowed:
         held = held_kv(pool, g, lookahead, f, s, ri, rf, prefilling)
         growth = held_kv(pool, g + 1, lookahead, f, s, ri, rf, prefilling) - held
-        first = all_decode_seconds(f, s, ri, rf, g, layouts, bt, bd, p)
-        slope = all_decode_seconds(f, s, ri, rf, g + 1, layouts, bt, bd, p) - first
+        no_prefill = (0.0, 0.0, 0.0, 0.0)
+        first = step_with_decodes(f, s, ri, rf, g, layouts, step, no_prefill)
+        slope = step_with_decodes(f, s, ri, rf, g + 1, layouts, step, no_prefill) - first
     else:  # every term is linear in Σ contexts: the same numbers, without the sums
         n = s[DEC_COUNT]
         context_rate = f[CONTEXT_RATE]
