@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infersize.core.deployment import prepare_side
-from infersize.core.latency import step_time_s
+from infersize.core.deployment import deployment_numbers, prepare_side
+from infersize.core.latency import PassLoad, pass_seconds, step_time_s
+from infersize.core.memory import kv_cache_bytes, step_traffic
+from infersize.core.serving.replica import replica
+from infersize.core.serving.step import decode_batch, engine_step_seconds
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
 
@@ -69,3 +72,25 @@ def test_roofline_speedup_falls_with_batch_70b_with_1b_draft(catalog, plain):
     assert s[0] > 2.0
     assert np.all(np.diff(s) < 0)
     assert s[-1] < 1.0
+
+
+def test_a_linear_attention_state_is_read_and_written_back_every_step(catalog, vllm):
+    """Qwen3-Next's Gated DeltaNet state is updated where it lies every step (vLLM's decode
+    passes `inplace_final_state=True`, SGLang's stores the final state back to `h0_source`):
+    256 decodes on 4 x B200 move 256 states twice, one more time than their KV read, at the KV
+    share of the bandwidth; the simulator's replica moves it twice and its pool holds it once."""
+    qwen = side(catalog, "qwen3-next-80b-a3b", gpu="b200", tp=4)
+    target = qwen.numbers
+    state = float(target.kv.state_bytes_per_sequence)
+    assert state > 0 and step_traffic(target.kv).state_bytes_per_sequence == 2 * state
+    moved = engine_step_seconds(target, None, vllm, decode_batch(target, None, 256, 1000, 0))
+    read_once = PassLoad(
+        tokens=256.0, kv_bytes=kv_cache_bytes(target.kv, 1000, 256), attended=256.0 * 1000
+    )
+    once = float(pass_seconds(target.cost, vllm, read_once))
+    bandwidth = catalog.gpu("b200").bandwidth_bytes_per_s * (vllm.kv_mbu or vllm.mbu)
+    assert float(moved.total) - once == pytest.approx(256 * state / bandwidth, rel=1e-9)
+    dep = deployment_numbers(qwen, None, catalog.gpu("b200"), engine=vllm)
+    served = replica(dep, vllm, 0)
+    assert served.target_kv.state_bytes_per_sequence == 2 * state
+    assert served.pool_kv.state_bytes_per_sequence == state

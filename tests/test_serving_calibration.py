@@ -101,8 +101,9 @@ SCOUT_ROCM = (
     "share covers"
 )
 QWEN3_NEXT_SGLANG = (
-    "SGLang's prefill passes of Qwen3-Next: one 338-token prompt took 133 ms measured (Qwen3-235B's "
-    "1,000-token prompts 92 ms on the same GPUs) where the step model prices 49 ms, and at 100 "
+    "SGLang's prefill passes of Qwen3-Next: one 338-token prompt took 133 ms measured "
+    "(Qwen3-235B's 1,000-token prompts 92 ms on the same GPUs) where the step model prices 49 "
+    "ms, and at 100 "
     "clients the median gap between tokens is 13.8 ms but the 95th percentile 195 ms, so the "
     "decodes spend most of the run waiting behind prefill steps several times dearer than the "
     "model's: its 36 Gated DeltaNet layers' chunked-prefill kernels (Triton, run eagerly in "

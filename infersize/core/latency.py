@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from infersize.catalog.records import ComponentBytes, Gpu, Model, WeightFormat
 from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.engines import Engine
-from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes
+from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes, step_traffic
 from infersize.core.params import ParamCounts
 
 PCIE4_X16_GB_PER_S = 64.0
@@ -158,7 +158,7 @@ def uniform_load(
     tokens = floats(batch) * floats(new_tokens)
     return PassLoad(
         tokens=tokens,
-        kv_bytes=kv_cache_bytes(kv, context, batch),
+        kv_bytes=kv_cache_bytes(step_traffic(kv), context, batch),
         attended=floats(tokens * floats(context)),
     )
 

@@ -7,7 +7,7 @@ the precision catalog (configs/precisions.yaml), never a bare 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -146,6 +146,22 @@ def linear_state_bytes(model: Model, tp: int = 1) -> float:
     conv = (2 * k + v) // tp * (lin.conv_kernel_dim - 1)
     recurrent = lin.num_value_heads // tp * lin.key_head_dim * lin.value_head_dim
     return float(lin.layers * (conv + recurrent) * ACTIVATION_BYTES)
+
+
+def step_traffic(layout: KvLayout) -> KvLayout:
+    """What one step moves per sequence, as a layout: the attention's KV cache read, and the
+    linear-attention state read and then written back in place, so twice. Both engines'
+    recurrent kernels update the state where it lies every step: SGLang's decode loads it and
+    stores the final state back to `h0_source`
+    (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    python/sglang/srt/layers/attention/fla/fused_sigmoid_gating_recurrent.py); vLLM's decode
+    calls `fused_sigmoid_gating_delta_rule_update(..., initial_state=ssm_state,
+    inplace_final_state=True)`, its prefill stores `ssm_state[indices] = last_recurrent_state`,
+    and `causal_conv1d_update` rewrites the conv window
+    (vllm-project/vllm@dae956b29dfdefa6ffa2ae94a6fe77222647e38a:
+    vllm/model_executor/layers/mamba/gdn_linear_attn.py). The pool holds the state once
+    (`kv_cache_bytes` of the layout itself)."""
+    return replace(layout, state_bytes_per_sequence=2.0 * layout.state_bytes_per_sequence)
 
 
 def kv_cache_bytes(layout: KvLayout, tokens: ArrayLike, batch: ArrayLike) -> FloatArray:

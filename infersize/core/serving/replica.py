@@ -17,7 +17,7 @@ from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.deployment import DeploymentNumbers
 from infersize.core.engines import Engine
 from infersize.core.fit import deployment_memory, pool_layout
-from infersize.core.memory import KvLayout
+from infersize.core.memory import KvLayout, step_traffic
 from infersize.core.serving.step import StepTable, step_table
 from infersize.core.serving.step_math import sequence_kv
 from infersize.core.tree import CHAIN, Tree
@@ -55,7 +55,7 @@ class Replica:
     max_num_batched_tokens: int
     kv_capacity_bytes: float  # the pool both models' KV caches draw from (per GPU)
     pool_kv: KvLayout  # bytes per token of every layer drawing from the pool (per GPU)
-    target_kv: KvLayout  # what the target's attention reads per token of context
+    target_kv: KvLayout  # what the target's step moves per token and sequence (step_traffic)
     draft_kv: KvLayout | None  # the drafter's (None: no drafter, or one with no KV)
     lookahead: int  # KV slots reserved per decoding sequence for its drafts (K; a tree's n − 1)
     # how the engine's scheduler runs prompts (core/engines.py): beside the decodes in one
@@ -190,8 +190,8 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
         max_num_batched_tokens=budget,
         kv_capacity_bytes=kv_capacity_bytes(numbers, engine, k, seqs, shape),
         pool_kv=pool_layout(numbers.target.kv, None if draft is None else draft.kv),
-        target_kv=numbers.target.kv,
-        draft_kv=None if draft is None else draft.kv,
+        target_kv=step_traffic(numbers.target.kv),
+        draft_kv=None if draft is None else step_traffic(draft.kv),
         lookahead=per_seq - 1,
         mixed_prefill=engine.mixed_prefill,
         reserve_whole=engine.admission == "whole-request",

@@ -30,7 +30,7 @@ from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.deployment import SideNumbers
 from infersize.core.engines import Engine
 from infersize.core.latency import PassLoad, pass_seconds
-from infersize.core.memory import kv_cache_bytes
+from infersize.core.memory import kv_cache_bytes, step_traffic
 from infersize.core.serving.step_math import step_seconds
 from infersize.core.tree import CHAIN, Tree
 
@@ -78,8 +78,10 @@ def decode_batch(
         decode_seqs=floats(batch),
         draft_k=floats(draft_k),
         decode_context=floats(floats(batch) * floats(context)),
-        target_kv_bytes=kv_cache_bytes(target.kv, context, batch),
-        draft_kv_bytes=0.0 if draft is None else kv_cache_bytes(draft.kv, context, batch),
+        target_kv_bytes=kv_cache_bytes(step_traffic(target.kv), context, batch),
+        draft_kv_bytes=0.0
+        if draft is None
+        else kv_cache_bytes(step_traffic(draft.kv), context, batch),
         tree=tree,
     )
 
