@@ -13,7 +13,11 @@ import pytest
 
 from infersize.core.engines import EngineSettings, configure_engine, get_engine
 from infersize.core.memory import GIB
-from infersize.core.sglang_pool import default_chunked_prefill, default_mem_fraction
+from infersize.core.sglang_pool import (
+    cuda_graph_max_bs,
+    default_chunked_prefill,
+    default_mem_fraction,
+)
 from infersize.core.trtllm_pool import logged_tokens
 from infersize.errors import ValueRangeError
 from infersize.service.request import SpecRequest
@@ -95,6 +99,26 @@ def test_sglang_0_5_reserves_memory_for_activations_graphs_and_drafts(
 def test_sglangs_chunked_prefill_by_gpu(catalog, gpu, release, chunk):
     memory = catalog.gpu(gpu).memory_bytes
     assert float(default_chunked_prefill(get_engine(release), memory)) == chunk
+
+
+@pytest.mark.parametrize(
+    ("gpu", "tp", "largest"),
+    [
+        ("mi300x", 8, 512),  # the cookbook's Llama-4 rows: 92-110 running decode in graphs
+        ("b200", 8, 512),
+        ("h100", 1, 256),
+        ("h100", 8, 512),
+        ("l40s", 1, 32),
+        ("l40s", 4, 160),
+        ("rtx-4090", 1, 24),
+        ("rtx-4090", 4, 80),
+    ],
+)
+def test_sglangs_largest_graphed_decode_batch_by_gpu_and_tp(catalog, gpu, tp, largest):
+    """ServerArgs._handle_gpu_memory_settings (0.5.6, unchanged in the 0.5.7-era
+    sgl-project/sglang@3d51ae18a18e72eba75fd90573a2e48d82eee544): 512 from 160 GiB ("B200,
+    MI300") at any TP."""
+    assert float(cuda_graph_max_bs(catalog.gpu(gpu).memory_bytes, tp)) == largest
 
 
 def test_a_sglang_draft_keeps_a_pool_of_as_many_tokens_grown_by_a_steps_slots(catalog):
