@@ -6,7 +6,7 @@ Catalogs are data: adding a model, GPU or precision is a YAML change. User overl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -26,11 +26,12 @@ from infersize.catalog.records import (
 )
 from infersize.errors import CatalogError, UnknownNameError
 from infersize.files import InputFileError, read_input
+from infersize.record import record
 
 R = TypeVar("R", bound=Record)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Table(Generic[R]):
     """Records of one kind by id, plus every lower-cased name (id, alias, HF repo) → id."""
 
@@ -133,7 +134,7 @@ NO_WEIGHTS = WeightFormat(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Catalog:
     models: Table[Model]
     gpus: Table[Gpu]
