@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -188,8 +187,10 @@ class Catalog:
 
 
 def builtin_config_dir() -> Path:
-    """configs/ inside the installed wheel, or at the top of a source checkout."""
-    packaged = Path(str(resources.files("infersize"))) / "configs"
+    """configs/ inside the installed package (the wheel puts it there), or at the top of a
+    source checkout. The package's folder is this module's parent's (as importlib.resources
+    would give it, without importing zipfile for it)."""
+    packaged = Path(__file__).parent.parent / "configs"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent.parent / "configs"
