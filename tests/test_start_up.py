@@ -25,11 +25,12 @@ HEAVY = (
 )
 
 
-def _loaded_after(code: str) -> list[str]:
-    """The heavy modules (and Pydantic) in sys.modules after `code` ran in a fresh process."""
+def _loaded_after(code: str, modules: tuple[str, ...] = (*HEAVY, "pydantic")) -> list[str]:
+    """Those of `modules` (the heavy ones and Pydantic) in sys.modules after `code` ran in a
+    fresh process."""
     probe = (
         "import json, sys\n" + code + "\nprint(json.dumps(sorted(m for m in "
-        f"{(*HEAVY, 'pydantic')!r} if m in sys.modules)))\n"
+        f"{modules!r} if m in sys.modules)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
@@ -48,6 +49,12 @@ def _run(args: list[str]) -> str:
 
 def test_version_imports_nothing_heavy():
     assert _loaded_after(_run(["--version"])) == []
+
+
+def test_version_draws_nothing():
+    """`--version` prints a line through Typer: it imports no rich (the streams a terminal can
+    show are set up without it, show/streams.py), which is a third of its start-up."""
+    assert _loaded_after(_run(["--version"]), ("rich", "rich.console", "rich.table")) == []
 
 
 @pytest.mark.parametrize("command", [["spec"], ["capacity"], ["sweep", "run"], []])
