@@ -13,6 +13,7 @@ and gives the same repr, equality, hash and `FrozenInstanceError` as
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 import reprlib
 from collections.abc import Callable
@@ -44,6 +45,39 @@ def _listed(names: list[str]) -> str:
     if len(quoted) <= 2:
         return " and ".join(quoted)
     return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"  # a default its field's factory makes, as a dataclass shows it
+
+
+_FACTORY = _Factory()
+
+
+def _parameter(f: dataclasses.Field[Any]) -> inspect.Parameter:
+    kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+    default = inspect.Parameter.empty if f.default is MISSING else f.default
+    if f.default_factory is not MISSING:
+        default = _FACTORY
+    return inspect.Parameter(f.name, kind, default=default, annotation=f.type)
+
+
+class _Signature:
+    """A record class's signature as inspect gives a dataclass's (from the __init__ written for
+    it), worked out when asked (help(), the docstring below)."""
+
+    def __get__(self, obj: object, cls: type) -> inspect.Signature:
+        parameters = [_parameter(f) for f in dataclasses.fields(cls)]
+        return inspect.Signature(parameters, return_annotation=None)
+
+
+class _Docstring:
+    """The docstring of a record class written without one: its signature, as a dataclass's,
+    worked out when read (a dataclass works it out when the class is made)."""
+
+    def __get__(self, obj: object, cls: type) -> str:
+        return cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
 
 
 class _Plan:
@@ -158,6 +192,8 @@ def _delattr(self: object, name: str) -> None:
 # what a frozen dataclass writes unless the class has its own, and what it always writes
 _METHODS: dict[str, Callable[..., object]] = {"__init__": _init, "__repr__": _repr, "__eq__": _eq}
 _FROZEN: dict[str, Callable[..., object]] = {"__setattr__": _setattr, "__delattr__": _delattr}
+_SIGNATURE = _Signature()
+_DOCSTRING = _Docstring()
 
 
 def _make(cls: type[T], kw_only: bool) -> type[T]:
@@ -170,7 +206,14 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         shared["__hash__"] = _hash
     for name, method in (shared | _FROZEN).items():
         setattr(cls, name, method)
+    if "__init__" in shared:
+        setattr(cls, "__signature__", _SIGNATURE)  # noqa: B010 - mypy: no such class attribute
+    undocumented = not own.get("__doc__")
+    if undocumented:  # else the dataclass works the signature out now, for its docstring
+        cls.__doc__ = "(worked out when read)"
     made = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=kw_only)(cls)
+    if undocumented:
+        made.__doc__ = _DOCSTRING  # type: ignore[assignment]
     setattr(made, _PLAN, _Plan(made))
     return made
 

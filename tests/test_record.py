@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 import re
 from dataclasses import FrozenInstanceError, dataclass, field
@@ -132,6 +133,21 @@ def test_dataclass_functions_see_a_record_as_a_dataclass():
     changed = dataclasses.replace(r, kv_bytes=5)
     assert type(changed) is as_record and changed.kv_bytes == 5 and changed.parts == ["x"]
     assert _outcome(dataclasses.replace, r, colour=1)[0] == "TypeError"
+
+
+def test_signature_and_docstring_match_the_dataclass():
+    for kw_only in (True, False):
+        as_record, as_dataclass = _twins(kw_only)
+        assert str(inspect.signature(as_record)) == str(inspect.signature(as_dataclass))
+
+    def undocumented() -> dict[str, Any]:
+        annotations = {"size_bytes": "int", "parts": "list[str]"}
+        return {"__annotations__": annotations, "parts": field(default_factory=list)}
+
+    as_record = record(type("Sized", (), undocumented()))
+    as_dataclass = dataclass(frozen=True, kw_only=True)(type("Sized", (), undocumented()))
+    expected = "Sized(*, size_bytes: 'int', parts: 'list[str]' = <factory>)"
+    assert as_record.__doc__ == as_dataclass.__doc__ == expected
 
 
 @record
