@@ -82,6 +82,13 @@ def test_a_command_builds_no_other_command():
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ["infersize.cli.spec"]
 
 
+def test_the_spec_panel_is_plain_text():
+    """The panel's lines and its table are rich Text, never markup: a str would be parsed for
+    markup and emoji codes, and the first such str loads rich's table of emoji (3 ms)."""
+    seed = ["spec", "--target", "qwen2.5-7b", "--draft", "qwen2.5-0.5b", "--gpu", "a100"]
+    assert _loaded_after(_run(seed), ("rich.table", "rich._emoji_codes")) == ["rich.table"]
+
+
 def test_spec_declares_every_record_with_record():
     """A dataclass compiles its methods when its module is imported (about half a millisecond
     each on Python 3.11: most of `infersize spec`'s start-up beyond Typer's, with sixty of
