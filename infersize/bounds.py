@@ -7,13 +7,13 @@ settings (core/knobs.py) are Bounds with help, owners and defaults besides."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from infersize.errors import ValueRangeError
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Bound:
     name: str  # the setting's library and sweep name; the flag is --name-with-dashes
     kind: type = float  # int or float

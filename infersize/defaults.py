@@ -7,11 +7,12 @@ doors cannot disagree (tests/test_defaults.py holds each of them to these fields
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from infersize.record import record
 
-@dataclass(frozen=True, kw_only=True)
+
+@record
 class Defaults:
     target_quant: str = "auto"  # the checkpoint's own precision (exact bytes from its files)
     draft_quant: str = "auto"

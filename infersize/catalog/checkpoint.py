@@ -12,13 +12,13 @@ import json
 import math
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from infersize.catalog.hfconfig import CheckpointError, model_from_config
 from infersize.catalog.records import ComponentBytes, Model
 from infersize.files import InputFileError, open_regular, read_input
+from infersize.record import record
 
 DTYPE_BYTES = {
     "F64": 8,
@@ -45,7 +45,7 @@ DTYPE_BYTES = {
 MAX_HEADER_BYTES = 100 * 2**20
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Tensor:
     name: str
     dtype: str
@@ -165,7 +165,7 @@ def precision_of(config: dict[str, Any]) -> str | None:
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Checkpoint:
     """A model read from real files: its architecture, precision and, when the files say, its
     exact weight bytes and parameter count."""

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 from infersize.catalog.records import Check, Fraction, PositiveFloat, Record
 from infersize.catalog.workload_kinds import WorkloadKind
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PublishedAcceptance(Record):
     """One published acceptance figure for a (target, draft) pair, converted to α."""
 
@@ -53,7 +54,7 @@ class PublishedAcceptance(Record):
         return int(self.draft_k) if self.draft_k.strip().isdigit() else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class AcceptancePrior(Record):
     """α for pairs nobody measured: a line in log10(draft / target parameters), clipped."""
 

@@ -1,6 +1,5 @@
-"""Catalog records: frozen dataclasses, units in the field names.
-
-Records are plain dataclasses, so a cached catalog loads without importing Pydantic; the same
+"""Catalog records: frozen dataclasses (infersize/record.py), units in the field names. They
+are plain dataclasses, so a cached catalog loads without importing Pydantic; the same
 declarations are validated by Pydantic whenever records are read from files (validation.py): a
 field's constraints are `Check` markers in its annotation, rules across fields `check()`.
 
@@ -9,8 +8,10 @@ and MLA fields are read through the typed views `moe` and `mla`, None for models
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from typing import Annotated, Any, ClassVar, Literal
+
+from infersize.record import record
 
 
 class Check:
@@ -24,7 +25,7 @@ class Check:
         return f"Check({', '.join(f'{k}={v!r}' for k, v in self.rules.items())})"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Record:
     """Catalog records are frozen; read from a file they reject unknown keys, so a typo fails
     at load; booleans, NaN and infinities are not numbers; and no text carries control
@@ -54,7 +55,7 @@ Bits = Annotated[float, Check(gt=0, le=32)]
 CatalogId = Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Moe:
     """Mixture-of-experts layers (Mixtral, Qwen-MoE, DeepSeek)."""
 
@@ -69,7 +70,7 @@ class Moe:
     expert_bias: bool  # gpt-oss: biases on every expert's projections
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LinearAttention:
     """Gated DeltaNet layers (Qwen3-Next): no per-token KV cache, a fixed state per sequence."""
 
@@ -81,7 +82,7 @@ class LinearAttention:
     conv_kernel_dim: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Mla:
     """Multi-head latent attention (DeepSeek-V2 §2.1): the cache holds one latent per token."""
 
@@ -95,7 +96,7 @@ class Mla:
 SpeculatorKind = Literal["eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class VisionTower(Record):
     """The image encoder a multimodal checkpoint loads beside the decoder (its weights are in
     the model's extra_params). vLLM profiles it on as many largest-size items as fit in
@@ -108,7 +109,7 @@ class VisionTower(Record):
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Model(Record):
     """Architecture of one model, with Hugging Face config.json field names."""
 
@@ -285,14 +286,13 @@ class Model(Record):
 
 ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
 
-
 CudaArch = Literal["volta", "turing", "ampere", "ada", "hopper", "blackwell", "blackwell-ws"]
 RocmArch = Literal["cdna2", "cdna3", "cdna4"]
 Architecture = Literal[CudaArch, RocmArch]  # one flat Literal: typing merges nested ones
 SupportLevel = Literal["native", "weight-only", "unsupported"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Gpu(Record):
     """One accelerator. memory_bytes is what the CUDA runtime reports, not the marketing figure."""
 
@@ -334,7 +334,7 @@ class Gpu(Record):
         return self.bandwidth_gb_per_s * 1e9
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class WeightFormat(Record):
     """A weight precision: bits per weight of linear layers (scales included) and the rest."""
 
@@ -350,7 +350,7 @@ class WeightFormat(Record):
     engine_families: list[str] = field(default_factory=list)  # whose checkpoints hold it (all)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KvDtype(Record):
     id: CatalogId
     bytes_per_element: PositiveFloat
@@ -358,7 +358,7 @@ class KvDtype(Record):
     engine_families: list[str] = field(default_factory=list)  # that cache in it (empty: all)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class ComponentBytes:
     """Weight bytes by component: of a whole checkpoint (read from its files) or of one GPU."""
 
@@ -378,7 +378,7 @@ class ComponentBytes:
         return self.total - self.embedding + (self.embedding if self.lm_head == 0 else 0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SupportGroup(Record):
     """Architectures on which an engine family runs a precision the same way, and why."""
 
@@ -391,7 +391,7 @@ class SupportGroup(Record):
     unconfirmed: bool = False  # read from code or disagreeing docs, not seen working
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Support:
     """How a GPU runs one precision under one engine family."""
 

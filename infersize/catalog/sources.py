@@ -3,7 +3,6 @@ id (hf:ORG/NAME). Every route ends in a Model record, plus exact weight bytes wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,12 +11,13 @@ from infersize.catalog.names import formula_problem
 from infersize.catalog.records import ComponentBytes, Model, WeightFormat
 from infersize.catalog.store import Catalog
 from infersize.errors import UnknownNameError
+from infersize.record import record
 
 if TYPE_CHECKING:  # checkpoint readers load only for names that are files or Hub ids
     from infersize.catalog.checkpoint import Checkpoint
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class ModelSource:
     model: Model
     checkpoint: Checkpoint | None = None  # None: a catalog entry

@@ -6,9 +6,8 @@ Catalogs are data: adding a model, GPU or precision is a YAML change. User overl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -26,11 +25,12 @@ from infersize.catalog.records import (
 )
 from infersize.errors import CatalogError, UnknownNameError
 from infersize.files import InputFileError, read_input
+from infersize.record import record
 
 R = TypeVar("R", bound=Record)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Table(Generic[R]):
     """Records of one kind by id, plus every lower-cased name (id, alias, HF repo) → id."""
 
@@ -133,7 +133,7 @@ NO_WEIGHTS = WeightFormat(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Catalog:
     models: Table[Model]
     gpus: Table[Gpu]
@@ -187,8 +187,10 @@ class Catalog:
 
 
 def builtin_config_dir() -> Path:
-    """configs/ inside the installed wheel, or at the top of a source checkout."""
-    packaged = Path(str(resources.files("infersize"))) / "configs"
+    """configs/ inside the installed package (the wheel puts it there), or at the top of a
+    source checkout. The package's folder is this module's parent's (as importlib.resources
+    would give it, without importing zipfile for it)."""
+    packaged = Path(__file__).parent.parent / "configs"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent.parent / "configs"

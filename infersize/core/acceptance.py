@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,9 +18,10 @@ from infersize.catalog.published import AcceptancePrior
 from infersize.core import speculative as sd
 from infersize.core.arrays import FloatArray, floats
 from infersize.errors import InfersizeError, ValueRangeError
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class AcceptanceMetrics:
     draft_k: int
     acceptance_rate: float
@@ -64,7 +64,7 @@ def prior_alpha(prior: AcceptancePrior, draft_params: float, target_params: floa
     return min(max(line, prior.alpha_min), prior.alpha_max)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PriorFit:
     intercept: float
     slope: float

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ParamCounts:
     """Parameters by what they are stored as; all counts are exact integers."""
 

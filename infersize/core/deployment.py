@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,6 +25,7 @@ from infersize.core.methods import method_of
 from infersize.core.params import ParamCounts, param_counts
 from infersize.core.vllm_pool import Profile, default_profile
 from infersize.errors import InfersizeError
+from infersize.record import record
 
 T = TypeVar("T")
 TP_SIZES = (1, 2, 4, 8)  # the tensor-parallel sizes of one node
@@ -36,7 +36,7 @@ def tensor_parallel_sizes(attention_heads: int, sizes: tuple[int, ...] = TP_SIZE
     return [tp for tp in sizes if attention_heads % tp == 0]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SideNumbers:
     """What the memory and speed formulas read of one side (per GPU); scalars or arrays."""
 
@@ -58,7 +58,7 @@ class SideNumbers:
     context_window: Num = 0.0  # max_position_embeddings: SGLang's context length by default
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Side:
     """One model of the deployment at its precision, as held by one GPU."""
 
@@ -148,7 +148,7 @@ def attention_data_parallel(
     return whole, kv
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DeploymentNumbers:
     """Everything the evaluation reads of a deployment; each numeric field one value or one per
     stacked deployment."""

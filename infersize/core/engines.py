@@ -14,7 +14,7 @@ the set shared by the CUDA-graph engines, the vLLM presets their own, llama.cpp 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from infersize.core.engine_constants import (
@@ -25,9 +25,10 @@ from infersize.core.engine_constants import (
 from infersize.core.knobs import ENGINE_KNOBS
 from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError, ValueRangeError
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Engine:
     """One serving engine's memory rules and latency constants: one registry entry."""
 
@@ -284,7 +285,7 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
-@dataclass(frozen=True, init=False)
+@record(kw_only=False)
 class EngineSettings:
     """An engine preset by name and the user's settings of it (core/knobs.py; a setting not
     given is the preset's, or the setting's own default)."""

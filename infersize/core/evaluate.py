@@ -10,7 +10,7 @@ as its Lambert-W closed form, tested).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,12 +25,13 @@ from infersize.core.speculative import bisect_increasing
 from infersize.core.speed import Speed, deployment_speed, plain_speed
 from infersize.core.speedup import SpeedupModel, alpha_for_speedup
 from infersize.core.tree import CHAIN, Tree, tree_expected_tokens
+from infersize.record import record
 
 D = TypeVar("D")
 MAX_K = 256  # far past any useful draft length; bounds every K axis searched
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Grid:
     """The settings an evaluation runs over: arrays that broadcast against each other and
     against the stacked deployments; `ks` becomes a new last axis."""
@@ -47,7 +48,7 @@ class Grid:
     tree: Tree = CHAIN  # what each step drafts: a chain of K, or a tree of depth K
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Point:
     """The deployment at one K per setting (no K axis): what tables and the panel report."""
 
@@ -62,7 +63,7 @@ class Point:
     usd_per_mtok: FloatArray  # NaN when the price is unknown
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Evaluation:
     numbers: DeploymentNumbers
     model: SpeedupModel

@@ -8,7 +8,6 @@ fits when its sequences' KV fits in the pool (and the pool itself in the device)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,9 +28,10 @@ from infersize.core.vllm_pool import (
     drafter_peak,
     pool_capacity,
 )
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PoolMemory:
     """vLLM's pool per GPU, what it holds, and the non-KV parts subtracted before it."""
 
@@ -46,7 +46,7 @@ class PoolMemory:
     max_running: FloatArray | None = None  # SGLang's max_running_requests from its pool
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Memory:
     """Bytes per GPU. Arrays broadcast over the inputs of deployment_memory."""
 
@@ -79,7 +79,7 @@ class Memory:
         return mem.verdict(self.share)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Parts:
     """What a memory rule returns: KV and workspace per model, overhead, budget, the pool."""
 
@@ -92,7 +92,7 @@ class _Parts:
     pool: PoolMemory | None
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class _Cells:
     """The grid inputs, as floats, and the tokens each sequence keeps (context + the slots of
     the drafts it verifies: K for a chain, num_draft_tokens − 1 for a tree)."""
@@ -257,7 +257,7 @@ def _fixed_pool(dep: DeploymentNumbers, cells: _Cells, usable: FloatArray, sized
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Sized:
     """What an engine's pool rule decided: tokens per model, and what it logs."""
 

@@ -11,12 +11,12 @@ This module imports nothing heavy: every command's help reads it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from infersize.bounds import Bound
 from infersize.defaults import DEFAULTS
 from infersize.errors import UnknownNameError
+from infersize.record import record
 
 MAX_STEP_TOKENS = 1 << 24  # far past any engine's step budget or running-sequence limit
 MAX_OVERHEAD_GIB = 1024.0  # more than any one GPU holds
@@ -24,7 +24,7 @@ MAX_EP = 1024  # expert-parallel groups: more than any deployment has GPUs
 OWNERS = ("all", "vllm", "sglang", "trtllm")  # vllm: every vLLM preset (its memory rule)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Knob(Bound):
     """An engine setting: its bounds (Bound), and what the command line, the sweep file and the
     docs say of it."""

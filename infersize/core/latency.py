@@ -18,8 +18,6 @@ decode step at batch 64, where max() would give about 1.0x.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -28,6 +26,7 @@ from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.engines import Engine
 from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes, step_traffic
 from infersize.core.params import ParamCounts
+from infersize.record import record
 
 PCIE4_X16_GB_PER_S = 64.0
 # Weight-only (dequantising) kernels unpack the weights inside the GEMM and multiply at 16 bit:
@@ -39,7 +38,7 @@ WEIGHT_ONLY_COMPUTE_EFFICIENCY = 0.945
 COMPUTE_BITS = {"fp8": 8.0, "int8": 8.0, "fp4": 4.0}  # by compute dtype; the rest 16
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepCost:
     """What one forward pass of one model costs on one GPU (per tensor-parallel rank)."""
 
@@ -139,7 +138,7 @@ def moe_layer_count(model: Model) -> int:
     return (model.num_hidden_layers - moe.first_k_dense_replace) // moe.layer_step
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class PassLoad:
     """What one forward pass of one model computes: its new tokens (every sequence's), the KV
     cache bytes its attention reads, and Σ over its new tokens of the tokens each attends to;

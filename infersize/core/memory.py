@@ -7,7 +7,7 @@ the precision catalog (configs/precisions.yaml), never a bare 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -17,6 +17,7 @@ from infersize.core.arrays import BoolArray, FloatArray, Num, floats
 from infersize.core.engines import Engine
 from infersize.core.params import ParamCounts
 from infersize.errors import InfersizeError, ValueRangeError
+from infersize.record import record
 
 GIB = 2**30
 LOGIT_BYTES = 4  # logits and draft probabilities are kept in fp32 for (rejection) sampling
@@ -61,7 +62,7 @@ def split_weights(weights: ComponentBytes, tp: int) -> ComponentBytes:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KvLayout:
     """KV cache bytes per token on one GPU, split by layer kind."""
 

@@ -17,16 +17,16 @@ EAGLE-2's dynamic tree or SGLang's top-k, verify more tokens per step than K):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from infersize.errors import UnknownNameError
+from infersize.record import record
 
 if TYPE_CHECKING:  # the registry is read by every command's help: no pydantic import for it
     from infersize.catalog.records import Model
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Method:
     name: str
     summary: str

@@ -27,11 +27,10 @@ Counts equal the published totals exactly (tests/test_params.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from infersize.catalog.records import Model
 from infersize.core.counts import ParamCounts
 from infersize.core.heads import HEAD_KINDS, head_counts
+from infersize.record import record
 
 __all__ = ["ParamCounts", "checkpoint_params", "decoder_counts", "param_counts"]
 
@@ -84,7 +83,7 @@ def _linear_attention(model: Model) -> tuple[int, int]:
     return matrices, small
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _MlpLayers:
     """Per-layer MLP parameters of a model's dense and MoE layers."""
 

@@ -22,11 +22,10 @@ The choice, batch by batch, then over ranges:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
+from infersize.record import record
 
 # Speedups within 2 % are not told apart: the step model's error on measured speculative
 # speedups is -3.2 % and +1.3 % (the two released vLLM runs of docs/calibration.md), so a K
@@ -34,7 +33,7 @@ from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
 MARGIN = 0.02
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Range:
     """Batches `start` .. `stop` - 1 as row indices of the (batch, K) arrays, run at K `k`."""
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -14,9 +12,10 @@ from infersize.core.serving.step import decode_batch, engine_step_seconds
 from infersize.core.speculative import expected_tokens
 from infersize.core.speedup import SpeedupModel, StepTimes
 from infersize.core.tree import CHAIN, Tree
+from infersize.record import record
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Speed:
     times: StepTimes
     expected_tokens: FloatArray  # E: tokens emitted per verification step

@@ -9,10 +9,10 @@ docs/architecture.md, "Extending infersize").
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from infersize.errors import UnknownNameError
+from infersize.record import record
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # prices something, inside the functions below.
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class StepTimes:
     """Seconds per forward pass, broadcast over the deployment's settings and the K axis."""
 
@@ -59,7 +59,7 @@ TokensFn = Callable[["FloatArray", "FloatArray"], "FloatArray"]
 StepCostFn = Callable[["FloatArray", StepTimes], "FloatArray"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpeedupModel:
     """S = tokens per speculative step / its cost in plain decode steps: a model declares each
     once and the speedup, break-even and the profile's speedup all follow from them."""

@@ -34,13 +34,13 @@ profile and E is Leviathan's (1 − α^(d+1)) / (1 − α) for i.i.d. α, whatev
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.speculative import bisect_increasing
+from infersize.record import record
 
 # fitted: benchmarks/fit_tree_constants.py (the worst error on the fit rows, then the mean)
 DRAFT_CONFIDENCE = 0.55  # β: the draft's top-1 probability as its tree builder scores it
@@ -49,7 +49,7 @@ SIBLING_ACCEPTANCE = 0.2  # σ: share of a rejected top-1 position the next cand
 RankPath = tuple[int, ...]  # the draft's rank (1 = its best) of each token from the root
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Tree:
     """The shape of what one speculative step drafts: a chain (topk 1, depth + 1 verified
     tokens) or a tree of width topk verifying num_draft_tokens tokens (the root included), as

@@ -23,8 +23,6 @@ otherwise; docs/modelling.md cites each function):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -32,11 +30,12 @@ from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.engine_constants import SAMPLER_BYTES_PER_LOGIT
 from infersize.core.engines import Engine
 from infersize.core.memory import ACTIVATION_BYTES, GIB, KvLayout
+from infersize.record import record
 
 BLOCK_TOKENS = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Profile:
     """The profiling forward pass vLLM sizes the pool after."""
 
@@ -73,7 +72,7 @@ def default_profile(engine: Engine, memory_bytes: float, gpu_name: str) -> Profi
     return Profile(engine.max_num_batched_tokens or tokens, engine.max_num_seqs or seqs)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PoolSide:
     """What the pool rules read of one model on one GPU."""
 
@@ -192,7 +191,7 @@ def cuda_graph_bytes(sides: list[PoolSide], sizes: ArrayLike, engine: Engine) ->
     return floats(floats(sizes) * per_size)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class PoolCapacity:
     tokens: FloatArray  # what vLLM logs as "GPU KV cache size: N tokens"
     concurrency: FloatArray  # "Maximum concurrency for L tokens per request: X x"

@@ -5,8 +5,6 @@ pairs (configs/acceptance.yaml). Three scenarios: low, expected, high."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from infersize.catalog.published import PublishedAcceptance
 from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
@@ -15,10 +13,11 @@ from infersize.core.methods import method_of
 from infersize.core.params import param_counts
 from infersize.core.profile import conditional_rates
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.resolve import Deployment
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PairAcceptance:
     low: float
     expected: float

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from infersize.catalog.store import Catalog, load_catalog
@@ -21,6 +20,7 @@ from infersize.core.engines import ENGINES, Engine, EngineSettings, register_eng
 from infersize.core.memory import GIB
 from infersize.core.speculative import alpha_from_vllm_acceptance_rate
 from infersize.defaults import DEFAULTS
+from infersize.record import record
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.service.spec import run_spec
@@ -45,7 +45,7 @@ def load_measurements(path: Path) -> list[Row]:
         return list(csv.DictReader(handle))
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class FitGroup:
     """The bounded rows that one set of an engine preset's constants is fitted to."""
 

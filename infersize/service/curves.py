@@ -5,7 +5,6 @@ S(K) at a given γ for several α (no deployment: the theorem `spec --latency-ra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,11 +15,12 @@ from infersize.core.limits import BATCH_LADDER
 from infersize.core.speedup import SpeedupModel, StepTimes, get_speedup_model
 from infersize.defaults import DEFAULTS
 from infersize.errors import ValueRangeError
+from infersize.record import record
 from infersize.service.request import SpecRequest, prepare
 from infersize.service.resolve import Deployment
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KCurve:
     """S(K) at one α: the speedup at each K, whether K fits in memory, and the best K that
     fits (None: none does)."""
@@ -79,7 +79,7 @@ def deployment_speedup_vs_k(req: SpecRequest, catalog: Catalog) -> KCurve:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BatchCurve:
     """One deployment's speedup against batch size at one α (or profile) and K."""
 

@@ -9,7 +9,6 @@ says how much its answers repeat their prompts. `spec` ranks them by speedup
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from infersize.catalog.sources import resolve_model
 from infersize.catalog.store import Catalog
@@ -18,13 +17,14 @@ from infersize.core.engines import configure_engine
 from infersize.core.methods import METHODS
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import published_head
 
 AUTO = "auto"  # the --draft value that asks for the ranking
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Drafter:
     """One candidate: a speculative method, its drafter's catalog id and precision."""
 

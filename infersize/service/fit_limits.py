@@ -3,7 +3,7 @@ the least change of precision or KV dtype at which a deployment fits in memory."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from infersize.catalog.records import KvDtype, WeightFormat
 from infersize.catalog.store import Catalog
@@ -13,12 +13,13 @@ from infersize.core.fit import deployment_memory
 from infersize.core.limits import max_fitting_batch, max_fitting_context
 from infersize.core.tree import CHAIN, Tree
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.resolve import LEVELS, Deployment, DeploymentRequest, resolve_deployment
 
 MAX_BATCH = 1 << 20  # far past any engine's max_num_seqs
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FitLimits:
     max_fitting_context_length: int | None  # at the batch and K asked; None: not even 1 token
     max_fitting_batch_size: int | None  # at the context and K asked; None: not even 1 sequence
@@ -29,7 +30,7 @@ class FitLimits:
     fitting_kv_dtype: str | None = None
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Ask:
     """The cell a limit is found for."""
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from infersize.core.evaluate import MAX_K
 from infersize.errors import InfersizeError
+from infersize.record import record
 
 MAX_LINE_CHARS = 1 << 20  # engines print metrics on short lines; a longer line is no log's
 MAX_COUNT_DIGITS = 15  # below 2**53: every count is exact as a float, and far past any real run
@@ -44,7 +44,7 @@ _LABEL_START = re.compile(r'[\s,]*[a-zA-Z_][a-zA-Z0-9_]*\s*=\s*"')
 _UNESCAPE = re.compile(r"\\(.)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Interval:
     """One stretch of counts: a V1 log line, a V0 run, a scrape, a llama.cpp drafter."""
 

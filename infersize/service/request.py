@@ -4,7 +4,7 @@ what the evaluation needs: `spec`, its figures and `capacity` start from the sam
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,13 +29,14 @@ from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree, alpha_for_tree_length, most_tokens
 from infersize.defaults import DEFAULTS
 from infersize.errors import ValueRangeError
+from infersize.record import record
 from infersize.service.resolve import Deployment, DeploymentRequest, resolve_deployment
 
 if TYPE_CHECKING:
     from infersize.service.acceptance import PairAcceptance
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpecRequest:
     """Everything `infersize spec` is asked, by name. Field names are the flags' names."""
 
@@ -212,7 +213,7 @@ def _profile(
     return rates, alpha, positions
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Prepared:
     """A request checked and resolved: the deployment, its engine and speedup model, and the
     acceptance it is priced at (α, or a per-position profile with its same-length α)."""

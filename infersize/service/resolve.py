@@ -4,7 +4,7 @@ through here: one pairing rule, one price rule, one place that reads checkpoints
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from infersize.catalog.records import Gpu, KvDtype, Model, Support
 from infersize.catalog.sources import resolve_format, resolve_model
@@ -20,9 +20,10 @@ from infersize.core.engines import Engine
 from infersize.core.methods import Method, get_method, method_of
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DeploymentRequest:
     """A deployment by name. The draft runs at the target's tensor parallelism under engines
     that do so (vLLM V1), else unsplit on the first GPU."""
@@ -39,7 +40,7 @@ class DeploymentRequest:
     method: str | None = None  # a speculative method (core/methods.py): picks or checks the draft
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Deployment:
     target: Side
     draft: Side | None

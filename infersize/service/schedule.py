@@ -5,7 +5,6 @@ engine's configuration that runs it and what it gains over one static K."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from infersize.core.schedule import (
 )
 from infersize.core.serving.replica import running_limit
 from infersize.errors import ValueRangeError
+from infersize.record import record
 from infersize.service.request import Prepared, SpecRequest, prepare
 from infersize.service.schedule_engines import (
     RUNNING_SETTING,
@@ -38,7 +38,7 @@ from infersize.service.schedule_notes import Choice, schedule_notes, worth_emitt
 MAX_BATCH = 1 << 16  # past the sequences any engine runs at once
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ScheduleRequest:
     """A deployment as `spec` takes it (its batch size unused) and the largest batch to cover."""
 
@@ -46,7 +46,7 @@ class ScheduleRequest:
     max_batch: int | None = None  # None: the most sequences the engine runs at once
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Bucket:
     """Batches min_batch..max_batch (inclusive) run at draft_k; the numbers are at the largest
     of them that fits in memory at the context asked."""
@@ -61,7 +61,7 @@ class Bucket:
     static_best_speedup: float
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ScheduleCurve:
     """The schedule along the batch axis, over the batches every K fits at: for the figure."""
 
@@ -73,7 +73,7 @@ class ScheduleCurve:
     static_k: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ScheduleResult:
     engine: str  # vllm, trtllm or sglang: whose configuration `config` is
     buckets: tuple[Bucket, ...]

@@ -5,7 +5,7 @@ charges for one, and how the engine reads what config holds."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from infersize.core.confidence import low_confidence_reason, moe_decode_unvalida
 from infersize.core.evaluate import Evaluation
 from infersize.core.latency import experts_read
 from infersize.core.schedule import MARGIN, Range, ranges_of
+from infersize.record import record
 from infersize.service.request import Prepared
 from infersize.service.schedule_engines import (
     RUNNING_SETTING,
@@ -25,7 +26,7 @@ from infersize.service.schedule_engines import (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Choice:
     """What the schedule was chosen from and what it is."""
 

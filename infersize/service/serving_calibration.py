@@ -30,7 +30,6 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +37,7 @@ import numpy as np
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.engines import EngineSettings
 from infersize.core.serving.metrics import ServingMetrics
+from infersize.record import record
 from infersize.service.calibration import engine_settings, fit_sources, source_of
 from infersize.service.capacity.arm import make_arm, serve
 from infersize.service.capacity.request import CapacityRequest, Traffic, prepare_capacity
@@ -211,7 +211,7 @@ def error(row: Row, predicted: float) -> float:
     return predicted / float(row["measured"]) - 1.0
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class ServingGroup:
     """The rows one set of serving constants is fitted to: an engine's rows of some kinds."""
 

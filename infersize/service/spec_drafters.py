@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from infersize.catalog.store import Catalog
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.drafters import (
     Drafter,
     catalog_drafters,
@@ -25,7 +25,7 @@ from infersize.service.spec_result import SpecResult
 ALPHA_GAP = 0.01  # acceptance rates closer than this do not explain a ranking
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpecCandidate:
     drafter: Drafter
     result: SpecResult | None  # None: the deployment could not be priced (`problem` says why)
@@ -39,7 +39,7 @@ class SpecCandidate:
         return self.result.speedup_at_optimal_k or 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpecRanking:
     candidates: tuple[SpecCandidate, ...]  # best first
     why: tuple[str, ...]  # each candidate's place, in the same order

@@ -3,13 +3,12 @@ order; the terminal panel reads the same object."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from infersize.core.arrays import FloatArray
 from infersize.core.deployment import Side
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SideResult:
     """One model of the deployment, per GPU, in bytes."""
 
@@ -41,7 +40,7 @@ def side_result(side: Side, kv: FloatArray, workspace: FloatArray) -> SideResult
     )
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class GpuResult:
     id: str
     name: str
@@ -49,7 +48,7 @@ class GpuResult:
     count: int  # GPUs of the deployment (the target's tensor parallelism)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpecResult:
     target: SideResult
     draft: SideResult | None  # None: the target alone

@@ -12,7 +12,6 @@ counters after every log line, so lines are summed; V0 and Prometheus counters a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from infersize.core.profile import conditional_rates, profile_problem
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.files import InputFileError, decode_text, read_input
+from infersize.record import record
 from infersize.service import logparse as lp
 from infersize.service.llamacpp_log import parse_llama_cpp_log
 from infersize.service.logparse import Interval
@@ -31,7 +31,7 @@ SOURCES = ("vllm-log", "prometheus", "llama-cpp-log")
 MAX_LOG_BYTES = 512 * 2**20  # server logs grow; still read whole, so bounded
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MeasuredAcceptance:
     source: str
     path: str

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +19,12 @@ import numpy as np
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.speculative import alpha_for_expected_tokens, bisect_increasing
 from infersize.core.tree import DRAFT_CONFIDENCE, SIBLING_ACCEPTANCE, Tree, tree_rates
+from infersize.record import record
 
 CHAIN_DEPTHS = (3, 5, 7)  # the chain runs each head was measured at (topk 1, depth + 1 tokens)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class TreeRun:
     id: str
     group: tuple[str, str, str, str]  # target, head, dataset, batch size

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from infersize.record import record
 from infersize.show.capacity_figure import FleetCurve, fleet_figure
 from infersize.show.capacity_panel import FLEET_COLUMNS, fleet_rows
 from infersize.show.figures import svg_text
@@ -18,7 +18,7 @@ from infersize.show.html import table_html
 FIGURE_OWN_MARGINS: dict[str, float] = {}  # the fleet figure lays out its panels and legend
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacitySection:
     """One (workload, SLA, target) of a capacity sweep, answered at each of its target rates."""
 

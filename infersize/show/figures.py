@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError
 from infersize.files import atomic_write
+from infersize.record import record
 
 if TYPE_CHECKING:
     import polars as pl
@@ -173,7 +173,7 @@ def speedup_vs_batch_figure(curve: BatchCurve, label: str) -> Figure:
     return fig
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class TargetSeries:
     name: str
     memory_gib: list[float]
@@ -183,7 +183,7 @@ class TargetSeries:
     best: tuple[str, float, float] | None  # its best pair: (draft and K, memory GiB, speedup)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class FrontierPlot:
     """What a frontier figure shows, as plain numbers (drawable in a forked process that
     never touches the tables' library)."""

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import polars as pl
 
 from infersize import __version__
+from infersize.record import record
 from infersize.show.figures import frontier_plot, frontier_svgs, methods_svg
 from infersize.show.terminal import BEST_COLUMNS, best_rows
 
@@ -28,7 +29,7 @@ th:nth-child(-n+3), td:nth-child(-n+3) { text-align: left; }
 MethodCurves = Mapping[str, Sequence[tuple[int, float, str]]]  # method -> (batch, S, drafter)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class GpuSection:
     gpu: str
     best: pl.DataFrame  # best_pairs rows of this GPU at the selection

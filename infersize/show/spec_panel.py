@@ -12,7 +12,7 @@ from rich.text import Text
 from infersize.core.engine_constants import VLLM_ENTRYPOINTS
 from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
-from infersize.show.terminal import ASCII_FALLBACK
+from infersize.show.streams import ASCII_FALLBACK
 
 UNITS = {"gib": (2**30, "GiB"), "gb": (1e9, "GB")}
 TITLE = "SPECULATIVE DECODING JOINT SIZER & {model}"
@@ -92,7 +92,7 @@ def render_spec(console: Console, r: SpecResult, units: str = "gib") -> None:
         )
         _line(console, model.label, speedup)
     console.print()
-    console.print(_context_line(r), highlight=False)
+    console.print(Text(_context_line(r)))
     console.print()
     _render_breakdown(console, r, units)
     _render_next(console, r)
@@ -120,10 +120,6 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     if pooled:
         title = f"Memory ({label} per GPU; {_rules(r)})"
     console.print(Text(title))  # its own line: a table's title would wrap at the table's width
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("")
-    table.add_column("target", justify="right")
-    table.add_column("draft", justify="right")
     tokens = r.context_length + (r.num_draft_tokens or 1) - 1
 
     def cell(side: SideResult | None, value: int) -> str:
@@ -133,27 +129,37 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
         return "", f"{(value or 0) / scale:.2f}"
 
     t, dr = r.target, r.draft
-    table.add_row("weights", cell(t, t.weights_bytes), cell(dr, dr.weights_bytes if dr else 0))
-    table.add_row(
-        f"KV cache{' in the pool' if pooled else ''} ({r.kv_dtype}, {tokens} tokens × "
-        f"{r.batch_size})",
-        cell(t, t.kv_cache_bytes),
-        cell(dr, dr.kv_cache_bytes if dr else 0),
+    rows = [("weights", cell(t, t.weights_bytes), cell(dr, dr.weights_bytes if dr else 0))]
+    rows.append(
+        (
+            f"KV cache{' in the pool' if pooled else ''} ({r.kv_dtype}, {tokens} tokens × "
+            f"{r.batch_size})",
+            cell(t, t.kv_cache_bytes),
+            cell(dr, dr.kv_cache_bytes if dr else 0),
+        )
     )
     if pooled:
-        for name, value in _pool_rows(r, scale):
-            table.add_row(name, *one(value))
+        rows += [(name, *one(value)) for name, value in _pool_rows(r, scale)]
     else:
-        table.add_row(
-            "workspace (logits, activations)",
-            cell(t, t.workspace_bytes),
-            cell(dr, dr.workspace_bytes if dr else 0),
-        )
-        table.add_row(f"runtime overhead ({r.engine}, one process)", *one(r.overhead_bytes))
-    table.add_row("combined", "", f"{r.combined_bytes / scale:.2f}", style="bold")
-    console.print(table)
+        workspace = (cell(t, t.workspace_bytes), cell(dr, dr.workspace_bytes if dr else 0))
+        rows.append(("workspace (logits, activations)", *workspace))
+        rows.append((f"runtime overhead ({r.engine}, one process)", *one(r.overhead_bytes)))
+    console.print(_plain_table(rows, ("", f"{r.combined_bytes / scale:.2f}")))
     if pooled:
         _render_pool(console, r, units)
+
+
+def _plain_table(rows: list[tuple[str, str, str]], combined: tuple[str, str]) -> Table:
+    """The breakdown: its words and numbers as plain Text, never read as markup (a str is,
+    and for emoji codes too, which loads rich's emoji table: 3 ms of the start-up)."""
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column(Text(""))
+    table.add_column(Text("target"), justify="right")
+    table.add_column(Text("draft"), justify="right")
+    for row in rows:
+        table.add_row(*map(Text, row))
+    table.add_row(*map(Text, ("combined", *combined)), style="bold")
+    return table
 
 
 def _rules(r: SpecResult) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from infersize.core.engines import configure_engine
 from infersize.core.fit import deployment_memory
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
+from infersize.record import record
 from infersize.service.context import max_context_tokens
 from infersize.sweep.plan import Plan, make_chunks
 from infersize.sweep.settings import Scoring, Setting
@@ -36,7 +37,7 @@ PAIRS = [
 ]
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class BenchResult:
     engine_cells: int
     engine_s: float

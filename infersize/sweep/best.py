@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from infersize.catalog.store import load_catalog
 from infersize.core.ranking import RANKED_BY, ranking_order
 from infersize.errors import InfersizeError, UnknownNameError
 from infersize.files import InputFileError, open_regular, read_input
+from infersize.record import record
 from infersize.sweep.columns import Column
 from infersize.sweep.readback import checked_manifest, conformed
 from infersize.sweep.tables import OUTPUT_TABLES
@@ -29,7 +30,7 @@ from infersize.sweep.upgrade import tables_schema, upgrade
 RUN = ("sweep run",)  # the command that makes a sweep's output folder
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Filters:
     """Column filters a user may give; None: any."""
 
@@ -48,7 +49,7 @@ class Filters:
 CATALOG_SCENARIOS = ("low", "expected", "high")  # α from the acceptance catalog, per pair
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Selection:
     context_length: int
     batch_size: int
@@ -74,7 +75,7 @@ class Selection:
         return f"context {self.context_length}, batch {self.batch_size}, {alpha}"
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class BestPairs:
     rows: pl.DataFrame  # best_pairs rows at the selection, ranks up to the one asked
     selection: Selection | None  # None: nothing matched the filters

@@ -14,13 +14,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.sweep.capacity.table import output_tables
 from infersize.sweep.score import ChunkTask, score
 from infersize.sweep.store import walk
@@ -37,7 +38,7 @@ class RunAbandonedError(InfersizeError):
     """A worker found its run's main process gone: it writes nothing more."""
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class ChunkDone:
     index: int
     cells: int
@@ -45,7 +46,7 @@ class ChunkDone:
     rows: dict[str, int]
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Where:
     """Where a worker writes (the output folder and the run), and whose run it works for."""
 

@@ -5,13 +5,14 @@ table's (`python -m infersize.sweep.dictionary > docs/tables.md`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from infersize.record import record
 
 Kind = Literal["str", "int", "float", "bool"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Column:
     name: str
     kind: Kind

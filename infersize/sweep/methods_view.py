@@ -5,16 +5,16 @@ report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.sweep.best import Filters, filtered, ranked, select
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class MethodPoint:
     batch_size: int
     speedup: float

@@ -4,7 +4,6 @@ line), the (target, draft) pairs the pairing rules keep, and each pair's α per 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
@@ -20,6 +19,7 @@ from infersize.core.methods import get_method, method_of
 from infersize.core.profile import expected_tokens_profile
 from infersize.core.speculative import alpha_for_expected_tokens
 from infersize.errors import InfersizeError, SweepConfigError
+from infersize.record import record
 from infersize.service.acceptance import PairAcceptance, pair_acceptance
 from infersize.service.resolve import published_head
 from infersize.sweep.config import MAX_AXIS_INT, SweepConfig, axis_values
@@ -67,7 +67,7 @@ def alpha_axis(doc: YamlDocument, values: FloatArray, *loc: int | str) -> tuple[
     return tuple(sorted({float(v) for v in values}))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Pair:
     target: str
     draft: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from infersize.core.engines import EngineSettings
 from infersize.core.evaluate import MAX_K
 from infersize.core.knobs import ENGINE_KNOBS
 from infersize.errors import SweepConfigError
+from infersize.record import record
 from infersize.service.context import decode_context
 from infersize.sweep.capacity.plan import capacity_plan, resolved_capacity
 from infersize.sweep.config import SweepConfig, axis_values
@@ -35,7 +36,7 @@ from infersize.sweep.settings import CapacityPlan, Chunk, Scoring, Setting
 CAPACITY_ROW_CELLS = 100_000
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Plan:
     name: str
     settings: tuple[Setting, ...]

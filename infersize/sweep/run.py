@@ -18,7 +18,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import BrokenExecutor
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -30,6 +29,7 @@ import yaml
 from infersize import __version__
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.sweep.arrow_types import schema_json
 from infersize.sweep.capacity.table import output_tables, simulated_rows
 from infersize.sweep.chunks import (
@@ -139,7 +139,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RunOptions:
     """How to run a plan; `run_hash` covers every one of them that changes the bytes written."""
 

@@ -18,13 +18,14 @@ from infersize.core.memory import GIB
 from infersize.core.profile import extend_profile, iid_profile, limit_positions
 from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree
+from infersize.record import record
 from infersize.service.resolve import resolve_side
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 
 GRID_NDIM = 4  # (setting, context, batch, α)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChunkTask:
     """What a worker needs: picklable, small (the chunk's settings only)."""
 

@@ -4,13 +4,14 @@ which receive these in every task, import neither the YAML schema nor Pydantic."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from infersize.core.engines import EngineSettings
 from infersize.defaults import DEFAULTS
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Setting:
     gpu: str
     tp: int
@@ -37,7 +38,7 @@ class Setting:
         return dict(self.kind_alphas).get(kind or "", self.alphas)[scenario]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Chunk:
     index: int
     settings: tuple[int, int]  # [start, end) into Plan.settings
@@ -47,7 +48,7 @@ class Chunk:
     capacity: tuple[int, int] | None = None  # (workload, SLA) whose capacity rows it answers
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Scoring:
     """How every cell of a plan is scored (shared by all its chunks)."""
 
@@ -59,7 +60,7 @@ class Scoring:
     num_draft_tokens: int | None = None  # a tree's verified tokens, the root included
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Workload:
     """A named workload of a capacity sweep, resolved: its lengths (a trace read at planning,
     replayed in order) and the target rates its rows are sized for."""
@@ -78,7 +79,7 @@ class Workload:
         return max(i + o for i, o in zip(self.input_tokens, self.output_tokens, strict=True))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacityPlan:
     """The capacity axes of a sweep: workloads × SLAs, and how the table is computed."""
 

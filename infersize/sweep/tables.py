@@ -5,7 +5,6 @@ then cast to plain strings so every BI tool reads them)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +16,7 @@ from infersize.core.arrays import BoolArray, FloatArray, IntArray
 from infersize.core.confidence import decode_confidence
 from infersize.core.memory import verdict
 from infersize.core.ranking import RANKED_BY, ranking_keys
+from infersize.record import record
 from infersize.sweep.arrow_types import arrow_schema
 from infersize.sweep.columns import (
     BY_NAME,
@@ -309,7 +309,7 @@ def merge_coverage(parts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class OutputTable:
     """One table a sweep writes: each chunk builds its rows, the run concatenates them in chunk
     order (which is the table's sorted order) into NAME.parquet and NAME.csv."""

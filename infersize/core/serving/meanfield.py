@@ -27,7 +27,6 @@ max_num_seqs, the KV pool or the step's token budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 from types import ModuleType
 
@@ -38,6 +37,7 @@ from infersize.core.serving.metrics import Latencies, Stats
 from infersize.core.serving.replica import Replica, layout_floats
 from infersize.core.serving.step_math import sequence_kv
 from infersize.core.serving.traffic import emission_probabilities
+from infersize.record import record
 
 QUANTILES = {"mean": None, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 # the standard normal's quantiles at those probabilities (Φ⁻¹; statistics.NormalDist().inv_cdf
@@ -50,7 +50,7 @@ NORMAL_QUANTILE = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MeanField(Latencies):
     rate: float  # requests per second offered
     sustained: bool  # False: the replica cannot keep up (no fixed point within its limits)
@@ -59,7 +59,7 @@ class MeanField(Latencies):
     limit: str  # what bounds the replica at this rate ("" when it keeps up)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Lengths:
     """Mean lengths, and the per-step emission the drafts give."""
 
@@ -84,7 +84,7 @@ def _compiled() -> ModuleType:
     return meanfield_steps
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class _Model:
     """What the fixed point reads of a replica and a workload, as plain floats."""
 

@@ -16,7 +16,6 @@ fluctuation).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +23,7 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray
 from infersize.core.serving.replica import GiveUp, Run
 from infersize.core.serving.sla import Sla
+from infersize.record import record
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 WARM_UP_SHARE = 0.1  # of the arrivals, left out of the queue's trend
@@ -31,7 +31,7 @@ OVERLOAD_SHORTFALL = 0.02  # served below offered by more than this share: the q
 MIN_TREND_ARRIVALS = 20  # fewer arrivals past the warm-up say nothing of a trend
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Stats:
     mean: float
     p50: float
@@ -86,7 +86,7 @@ def weighted_stats(values: ArrayLike, counts: ArrayLike) -> Stats:
     return Stats(mean=mean, p50=p50, p90=p90, p95=p95, p99=p99)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Latencies:
     """A load's latency statistics, whoever estimates them (the simulator's ServingMetrics, the
     mean-field model's MeanField): what an SLA term reads."""
@@ -102,7 +102,7 @@ class Latencies:
         return stats.get(statistic)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ServingMetrics(Latencies):
     output_tokens_per_s: float
     requests_per_s: float
@@ -193,7 +193,7 @@ FLOOR_SHARE = 0.8  # one request alone at this share of an SLA term: the deploym
 NEAR_FLOOR_SHARE = 0.7  # and near it: capacity already swings with small changes
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LatencyFloor:
     """The SLA term one request alone comes closest to, and how close (its value alone over
     the term's limit): at FLOOR_SHARE or more, any load at all breaks it, and capacity falls

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,9 +21,10 @@ from infersize.core.serving.step import StepTable, step_table
 from infersize.core.serving.step_math import sequence_kv
 from infersize.core.tree import CHAIN, Tree
 from infersize.errors import InfersizeError
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KSwitch:
     """K chosen each step by the requests it schedules (prefills included), as vLLM's
     num_speculative_tokens_per_batch_size and TensorRT-LLM's draft_len_schedule read their
@@ -46,7 +46,7 @@ class KSwitch:
         return self.scale[min(batch, len(self.scale) - 1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Replica:
     """One replica as the scheduler sees it."""
 
@@ -77,7 +77,7 @@ class Replica:
         return 1 + self.lookahead
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Load:
     """The requests: their lengths, verification steps, and how they arrive."""
 
@@ -91,7 +91,7 @@ class Load:
     steps_by_k: dict[int, IntArray] | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GiveUp:
     """Per-request latency bounds (seconds; inf: none) and how many requests may break each
     before its statistic is broken whatever the rest do (core/metrics.breaches_allowed)."""
@@ -104,7 +104,7 @@ class GiveUp:
     e2e_allowed: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Run:
     """What the simulation measured, per request and over the run."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 from infersize.errors import ValueRangeError
+from infersize.record import record
 
 METRICS = ("ttft", "tpot", "itl", "e2e")
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
@@ -27,7 +27,7 @@ _NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?"
 _TERM = re.compile(rf"([a-z0-9]+):([a-z0-9.]+)\s*(<=|<)\s*({_NUMBER})\s*([a-z]*)")
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class SlaTerm:
     metric: str
     statistic: str
@@ -39,7 +39,7 @@ class SlaTerm:
         return f"{self.metric}:{self.statistic}<={self.limit_s:g}s"
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Sla:
     terms: tuple[SlaTerm, ...]
 

@@ -20,7 +20,6 @@ and the per-byte and per-attended-token slopes, read from the same pass function
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -33,9 +32,10 @@ from infersize.core.latency import PassLoad, pass_seconds
 from infersize.core.memory import kv_cache_bytes, step_traffic
 from infersize.core.serving.step_math import step_seconds
 from infersize.core.tree import CHAIN, Tree
+from infersize.record import record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepBatch:
     """What one engine step serves; every field broadcasts (arrays over settings or K)."""
 
@@ -55,7 +55,7 @@ class StepBatch:
         return floats(np.where(k > 0, self.tree.verify_tokens(k), 1.0))
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class StepSeconds:
     target: FloatArray  # the target's pass: decodes, verification and prefill chunks
     draft: FloatArray  # the drafter's passes (0 without speculation)
@@ -136,7 +136,7 @@ def engine_step_seconds(
     return StepSeconds(t_target, floats(t_draft))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepTable:
     """`engine_step_seconds` of one deployment at one K as a lookup, for the simulator's inner
     loop: the time is affine in the contexts and KV bytes at a given token count, so it is the

@@ -16,13 +16,12 @@ at max_tokens).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray, IntArray, floats
 from infersize.errors import ValueRangeError
+from infersize.record import record
 
 ARRIVALS = ("poisson", "constant", "gamma")
 # gamma's coefficient of variation: below MIN_CV its shape 1/CV² passes 10^4 (the gaps are
@@ -30,7 +29,7 @@ ARRIVALS = ("poisson", "constant", "gamma")
 MIN_CV, MAX_CV = 0.01, 100.0
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Arrival:
     """An arrival process: poisson, constant, or gamma with coefficient of variation `cv`."""
 

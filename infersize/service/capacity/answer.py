@@ -4,16 +4,16 @@ capacity`'s panel and JSON, `--tp auto` and the capacity sweep read these."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from infersize.core.serving.metrics import LatencyFloor, Stats
 from infersize.core.serving.sla import Sla
+from infersize.record import record
 from infersize.service.capacity.fleet import Fleet
 from infersize.service.capacity.search import Capacity
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ArmKind:
     """One of a capacity answer's two arms, declared here only: the key its JSON object, its
     table columns (a suffix) and its figure series go by, and how prose names it."""
@@ -28,7 +28,7 @@ SPECULATIVE = ArmKind(key="speculative", label="speculation", speculates=True)
 ARMS = (BASELINE, SPECULATIVE)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ArmResult:
     """One arm: its metrics at the load, its capacity at the SLA, and its fleet for a target
     rate."""
@@ -66,7 +66,7 @@ class ArmResult:
         return self.fleet is not None and self.fleet.gpus is not None and self.fleet.gpus >= 1000
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KScheduleAnswer:
     """`capacity --k-schedule`: the table served (K by the running batch) beside the best
     static K for the load and plain decoding."""
@@ -79,7 +79,7 @@ class KScheduleAnswer:
     serves: str  # "schedule" or "static": which the speculative arm is (auto: the better)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacityResult:
     target: str
     draft: str | None

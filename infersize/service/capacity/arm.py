@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -22,11 +21,12 @@ from infersize.core.serving.sla import Sla
 from infersize.core.serving.traffic import replay, unit_gaps, verify_steps
 from infersize.core.tree import tree_rates
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.capacity.request import CapacityRequest, NoKvRoomError, Traffic
 from infersize.service.request import Prepared
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Arm:
     """One way of serving: plain decoding (K = 0) or speculation at K."""
 

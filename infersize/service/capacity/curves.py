@@ -3,12 +3,11 @@ and `plot capacity` draw, from the same simulator as the capacity search."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from infersize.catalog.store import Catalog
 from infersize.core.serving.metrics import ServingMetrics
+from infersize.record import record
 from infersize.service.capacity.answer import BASELINE, SPECULATIVE, ArmKind
 from infersize.service.capacity.arm import make_arm, saturation_rate, serve
 from infersize.service.capacity.request import CapacityRequest, prepare_capacity
@@ -18,7 +17,7 @@ LOWEST_SHARE = 0.05  # of the busiest arm's saturation rate
 HIGHEST_SHARE = 1.10
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LatencyCurve:
     arm: ArmKind
     draft_k: int

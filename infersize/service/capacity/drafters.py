@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from infersize.catalog.store import Catalog
 from infersize.errors import InfersizeError
+from infersize.record import record
 from infersize.service.capacity.answer import ArmResult, CapacityResult
 from infersize.service.capacity.layouts import run_capacity_tp_auto
 from infersize.service.capacity.request import CapacityRequest
@@ -30,7 +30,7 @@ ALPHA_GAP = 0.01  # acceptance rates closer than this do not explain a ranking
 POOL_GAP = 0.03  # a KV pool this much smaller than the winner's is what costs capacity
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacityCandidate:
     drafter: Drafter
     result: CapacityResult | None  # None: the deployment cannot be served (`problem` says why)
@@ -53,7 +53,7 @@ class CapacityCandidate:
         return (gpus, usd, -rate, *names)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacityRanking:
     candidates: tuple[CapacityCandidate, ...]  # best first
     why: tuple[str, ...]  # each candidate's place, in the same order

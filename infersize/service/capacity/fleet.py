@@ -5,7 +5,8 @@ the capacity's range."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from infersize.record import record
 
 
 def replicas_for(rate: float, capacity_rate: float | None, headroom: float) -> int | None:
@@ -15,7 +16,7 @@ def replicas_for(rate: float, capacity_rate: float | None, headroom: float) -> i
     return max(1, math.ceil(headroom * rate / capacity_rate - 1e-12))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Fleet:
     """What a target rate needs at an arm's capacity: replicas, GPUs and dollars, with the
     GPUs at the two ends of the capacity's interval (None where no rate meets the SLA)."""

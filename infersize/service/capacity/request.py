@@ -5,7 +5,7 @@ resolves to."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from infersize.bounds import (
     ANSWER_TOKENS,
@@ -23,10 +23,11 @@ from infersize.core.serving.sla import Sla, check_requests
 from infersize.core.serving.traffic import Arrival
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
+from infersize.record import record
 from infersize.service.request import Prepared, SpecRequest, prepare
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Traffic:
     """The requests: lengths (one pair of means, or a trace replayed in order), and the load."""
 
@@ -41,7 +42,7 @@ class Traffic:
     replication: int = 0  # independent draws under the same seed (0: the seed's own)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CapacityRequest:
     spec: SpecRequest  # the deployment, engine and acceptance, as `spec` takes them
     draft_k_auto: bool = False  # choose the K that serves the load best (0: no speculation)

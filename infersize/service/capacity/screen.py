@@ -25,6 +25,7 @@ from typing import NamedTuple
 from infersize.catalog.store import Catalog
 from infersize.core.serving.meanfield import mean_field, sustained_rate
 from infersize.core.serving.metrics import sla_breaches
+from infersize.record import record
 from infersize.service.capacity.answer import ArmKind
 from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, screen_score, serve
 from infersize.service.capacity.breakeven import break_even_rate
@@ -73,7 +74,7 @@ class Latency(NamedTuple):
     tpot_p99_ms: float
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RowArm:
     """One arm of a row: its capacity per replica, that capacity's 95 % range (None: none), and
     its latencies at each target rate's load per replica (None where no rate meets the SLA)."""
@@ -83,7 +84,7 @@ class RowArm:
     latency_ms: dict[float, Latency | None]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RowAnswer:
     """Both arms of a row (speculation at `draft_k`; 0: it does not pay, and the arms agree)."""
 
@@ -298,7 +299,7 @@ def _speculative_per_gpu(answer: RowAnswer, tp: int) -> float:
     return answer.speculative.max_request_rate / tp
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Row:
     """A row's question: the `capacity --draft-k auto` request, the target rates its answer is
     priced at, the group of rows it competes in, and its GPUs per replica (for ranking)."""

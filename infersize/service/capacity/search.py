@@ -33,6 +33,7 @@ from infersize.core.serving.metrics import (
 )
 from infersize.core.serving.simulate import simulate
 from infersize.core.serving.sla import Sla
+from infersize.record import record
 from infersize.service.capacity.arm import Arm, load, mean_field_capacity, serve
 from infersize.service.capacity.request import Traffic
 
@@ -47,7 +48,7 @@ REPLICATION_STEP = 1.05
 LONE_REQUESTS = 200  # requests served one at a time to find the latency floor
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Capacity:
     max_request_rate: float  # per replica: the replications' mean; 0 when no rate meets the SLA
     replications: tuple[float, ...]  # each replication's answer

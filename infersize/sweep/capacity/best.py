@@ -6,7 +6,7 @@ gives its replicas for R (⌈headroom × R / capacity⌉)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import polars as pl
 
 from infersize.bounds import MAX_RATE
 from infersize.errors import InfersizeError, ValueRangeError
+from infersize.record import record
 from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE, ArmKind
 from infersize.service.capacity.fleet import fleet
 from infersize.sweep.best import match_name, read_manifest, read_table
@@ -22,7 +23,7 @@ from infersize.sweep.capacity.columns import CAPACITY_COLUMNS
 BY = ("gpus", "cost")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetAsk:
     request_rate: float
     sla: str
@@ -33,7 +34,7 @@ class FleetAsk:
     target: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetAnswer:
     rows: list[dict[str, Any]]  # per GPU type: the best plain and the best speculative option
     # (DEPLOYMENT, SPECULATION and what the rate needs: replicas, GPUs, $/hour)
@@ -109,7 +110,7 @@ def _option(row: dict[str, Any], kind: ArmKind) -> dict[str, Any]:
     return option
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class _Slice:
     """The capacity rows one question reads: its SLA, workload and α scenario (and the GPU and
     target, when asked), and of those the rows whose models hold the workload's requests."""
@@ -197,7 +198,7 @@ def fewest_gpus(out_dir: Path, ask: FleetAsk) -> FleetAnswer:
     return _answer(_slice(out_dir, ask), None, ask.request_rate, ask.by)
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class FleetCurve:
     gpu: str
     rates: list[float]
@@ -207,7 +208,7 @@ class FleetCurve:
         return self.gpus_by_arm[kind]
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class FleetPanel:
     """One target's GPUs needed against the request rate, per GPU type, both ways."""
 
@@ -252,7 +253,7 @@ def curve_rates(out_dir: Path, max_rate: float | None = None) -> list[float]:
     return [top * (i + 1) / CURVE_POINTS for i in range(CURVE_POINTS)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetView:
     """A capacity sweep's answers for one workload, SLA and target: the fewest GPUs per GPU
     type at each swept target rate, and the curves over all rates (a section of the report)."""

@@ -5,11 +5,11 @@ sweep's), in the order the table runs."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from infersize.core.serving.sla import parse_sla
 from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
+from infersize.record import record
 from infersize.service.capacity.request import CapacityRequest, Traffic
 from infersize.service.capacity.screen import Row
 from infersize.service.request import SpecRequest
@@ -17,7 +17,7 @@ from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Case:
     """A row before its target rates: a setting under a workload, an SLA and an α scenario."""
 

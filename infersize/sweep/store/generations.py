@@ -18,9 +18,9 @@ import secrets
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from infersize.record import record
 from infersize.sweep.store import folder, walk
 from infersize.sweep.store.folder import CURRENT, FILE_LIST, GENERATIONS, PARTIAL, Legacy
 from infersize.sweep.store.walk import Dir, OutputError
@@ -36,7 +36,7 @@ RUN_FOLDERS = ("parts", "tmp", "gen")
 _ANY, _OLD_TEMP = re.compile(r"[^/]+"), re.compile(r"(?:[^/]+/)*\.[^/]+\.tmp")
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Generation:
     """One run's folders: `work` holds its parts and temp files, `gen` what it publishes.
     The paths are for messages; files are reached through `open`."""
