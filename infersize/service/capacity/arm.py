@@ -171,9 +171,12 @@ def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
     )
 
 
-def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
-    """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
-    return metrics(simulate(arm.replica, load(arm, traffic, rate)))
+def serve(
+    arm: Arm, traffic: Traffic, rate: float | None = None, itl: bool = True
+) -> ServingMetrics:
+    """The arm's metrics at `rate` (open loop), else at the traffic's own load; `itl` False
+    leaves the inter-token latencies out (core/serving/metrics.py)."""
+    return metrics(simulate(arm.replica, load(arm, traffic, rate)), itl=itl)
 
 
 def saturation_rate(arm: Arm, traffic: Traffic) -> float:
@@ -186,7 +189,7 @@ def saturation_rate(arm: Arm, traffic: Traffic) -> float:
         requests=traffic.requests,
         seed=traffic.seed,
     )
-    return serve(arm, full).requests_per_s
+    return serve(arm, full, itl=False).requests_per_s
 
 
 SCREEN_FINALISTS = 2  # the K the mean-field screen passes on to the simulator

@@ -201,7 +201,7 @@ def speculative_k(
         if k not in firsts:
             firsts[k] = _first(prepared, req, k, scale, replicas)
         arm, first = firsts[k]
-        return simulated_score(first, None if first else serve(arm, req.traffic))
+        return simulated_score(first, None if first else serve(arm, req.traffic, itl=False))
 
     return choose_draft_k(prepared, req, score, replicas)
 

@@ -190,7 +190,7 @@ def screen_row(
 def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
     """Whether one request alone already breaks the SLA on this arm."""
     assert request.sla is not None
-    return bool(sla_breaches(alone(arm, request.traffic), request.sla))
+    return bool(sla_breaches(alone(arm, request.traffic, itl=request.sla.reads_itl), request.sla))
 
 
 def simulate_row(
@@ -220,7 +220,7 @@ def simulate_row(
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
-    m = serve(arm, request.traffic, load)
+    m = serve(arm, request.traffic, load, itl=False)
     return Latency(
         ttft_p50_ms=m.ttft_s.p50 * 1e3,
         ttft_p99_ms=m.ttft_s.p99 * 1e3,
