@@ -28,7 +28,7 @@ from infersize.core.serving.metrics import (
     ServingMetrics,
     give_up_rule,
     latency_floor,
-    metrics,
+    run_breaches,
     sla_breaches,
 )
 from infersize.core.serving.simulate import simulate
@@ -66,7 +66,7 @@ def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]
     run = simulate(arm.replica, dataclasses.replace(requests, give_up=rule))
     if run.gave_up:
         return [str(term) for term in sla.terms if term.metric == run.gave_up]
-    return sla_breaches(metrics(run, itl=sla.reads_itl), sla)
+    return run_breaches(run, sla)
 
 
 def alone(arm: Arm, traffic: Traffic, itl: bool = True) -> ServingMetrics:
