@@ -100,6 +100,22 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
 ReplicaCache = dict[tuple[object, ...], Replica]
 
 
+def replica_key(prepared: Prepared, draft_k: int) -> tuple[object, ...]:
+    """What a replica depends on: the deployment, the engine, K and the drafts' shape."""
+    dep = prepared.deployment
+    return (
+        dep.gpu.id,
+        dep.target.tp,
+        dep.target.model.id,
+        dep.target.fmt.id,
+        dep.kv_dtype.id,
+        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id),
+        prepared.engine,
+        draft_k,
+        prepared.tree,
+    )
+
+
 def make_arm(
     prepared: Prepared, traffic: Traffic, draft_k: int, replicas: ReplicaCache | None = None
 ) -> Arm:
@@ -112,17 +128,7 @@ def make_arm(
         input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
     )
     dep = prepared.deployment
-    key = (
-        dep.gpu.id,
-        dep.target.tp,
-        dep.target.model.id,
-        dep.target.fmt.id,
-        dep.kv_dtype.id,
-        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id),
-        prepared.engine,
-        draft_k,
-        prepared.tree,
-    )
+    key = replica_key(prepared, draft_k)
     if replicas is not None and key in replicas:
         replica = replicas[key]
     else:

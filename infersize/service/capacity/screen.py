@@ -19,6 +19,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import cache as cache_calls
 from functools import partial
 from typing import NamedTuple
 
@@ -207,15 +208,15 @@ def simulate_row(
     assert spec_arm.capacity is not None
     spec_rate = spec_arm.capacity.max_request_rate
     spec_latency = plain_latency
-    if k > 0:
+    if k > 0:  # rates whose loads per replica coincide share a run
         at_k = make_arm(prepared, request.traffic, k, cache.replicas)
-        spec_latency = partial(_simulated_latency, at_k, request)
+        spec_latency = cache_calls(partial(_simulated_latency, at_k, request))
     return RowAnswer(
         draft_k=k,
         baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
         speculative=_row_arm(spec_rate, spec_arm.capacity.interval, spec_latency, request, rates),
         simulated=True,
-        k_schedule_request_rate=schedule_capacity(prepared, request, catalog),
+        k_schedule_request_rate=schedule_capacity(prepared, request, catalog, cache.replicas),
     )
 
 
