@@ -5,6 +5,7 @@ view of it, and the K that serves a load best."""
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -215,13 +216,32 @@ def mean_field_capacity(arm: Arm, sla: Sla, ceiling: float) -> float:
     return max(low, ceiling / 100.0)
 
 
+# the mean-field capacity of an arm at an SLA, by its replica (identity), lengths and SLA: a
+# sweep screens each arm several times (its row's screen, then --draft-k auto's own, its scale
+# and its searches' first guesses); the replica is held weakly, so no entry outlives it
+_SCREENED: dict[tuple[int, Lengths, Sla], tuple[weakref.ref[Replica], float]] = {}
+SCREENED_KEPT = 4096
+
+
+def _sla_capacity(arm: Arm, sla: Sla) -> float:
+    key = (id(arm.replica), arm.lengths, sla)
+    found = _SCREENED.get(key)
+    if found is not None and found[0]() is arm.replica:
+        return found[1]
+    ceiling = sustained_rate(arm.replica, arm.lengths)
+    score = mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
+    if len(_SCREENED) >= SCREENED_KEPT:
+        _SCREENED.clear()
+    _SCREENED[key] = (weakref.ref(arm.replica), score)
+    return score
+
+
 def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
     """The mean-field model's view of an arm (higher is better): with an SLA the highest rate
     meeting it, else minus the mean e2e latency at the load (a closed loop of N clients as the
     rate N / e2e of one request alone)."""
     if sla is not None:
-        ceiling = sustained_rate(arm.replica, arm.lengths)
-        return mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
+        return _sla_capacity(arm, sla)
     rate = traffic.request_rate
     if rate is None:
         alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s.mean
