@@ -92,6 +92,7 @@ def capacity_request(
         target_request_rate=w.target_request_rates[0],
         headroom=plan.headroom,
         replications=plan.replications,
+        itl_at_load=False,  # no column reads them
     )
 
 
