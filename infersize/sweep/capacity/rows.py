@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from infersize.core.serving.sla import parse_sla
 from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
+from infersize.service.capacity.confirm import Row
 from infersize.service.capacity.request import CapacityRequest, Traffic
-from infersize.service.capacity.screen import Row
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
