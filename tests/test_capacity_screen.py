@@ -14,6 +14,7 @@ from infersize.catalog.store import load_catalog
 from infersize.core.engines import EngineSettings
 from infersize.core.serving.sla import parse_sla
 from infersize.service.capacity.arm import make_arm
+from infersize.service.capacity.confirm import leaders
 from infersize.service.capacity.fleet import replicas_for
 from infersize.service.capacity.request import (
     CapacityRequest,
@@ -23,8 +24,12 @@ from infersize.service.capacity.request import (
     prepare_capacity,
 )
 from infersize.service.capacity.screen import (
+    EDGE,
     SCREEN_ERROR,
+    RowAnswer,
+    RowArm,
     RowCache,
+    best_k_rate,
     near_edge,
     screen_row,
     simulate_row,
@@ -97,3 +102,57 @@ def test_a_k_whose_pool_cannot_hold_the_longest_request_is_screened_out_not_an_e
         make_arm(prepared, traffic, 1)
     answer = screen_row(prepared, request, (1.0,), RowCache())
     assert answer.draft_k == 0
+
+
+def _row(base: float, spec: float, draft_k: int, best_k: float | None = None) -> RowAnswer:
+    def arm(rate: float) -> RowArm:
+        return RowArm(max_request_rate=rate, interval=None, latency_ms={})
+
+    return RowAnswer(
+        draft_k=draft_k,
+        baseline=arm(base),
+        speculative=arm(spec),
+        simulated=False,
+        best_k_request_rate=best_k,
+    )
+
+
+def test_a_row_without_speculation_is_bent_around_its_best_k_not_plain_decoding():
+    """Plain decoding serves 10 requests/s a replica: 20.5 requests/s take 3 replicas, and 5 %
+    more capacity (10.5) would take 2. The old rule bent a K = 0 row around plain decoding's
+    own capacity, so this row went to the simulator. But the simulator answers K = 0 unless a
+    K serves more than plain decoding, and the best K the screen rated serves 9 (10 % less):
+    even EDGE above that (9.45) it takes 3 replicas, so no error of the screen's ratio can
+    make speculation save one, and the row stays screened."""
+    rates = (20.5,)
+    assert replicas_for(20.5, 10.0, 1.0) == 3 and replicas_for(20.5, 10.0 * (1 + EDGE), 1.0) == 2
+    assert not near_edge(_row(10.0, 10.0, 0, best_k=9.0), rates, 1.0)
+    # a best K within EDGE of saving a replica (9.9 · 1.05 = 10.4: 2 replicas) is simulated
+    assert near_edge(_row(10.0, 10.0, 0, best_k=9.9), rates, 1.0)
+    # no K to rate (no drafter, or none fits beside the KV cache): nothing can flip
+    assert not near_edge(_row(10.0, 10.0, 0, best_k=None), rates, 1.0)
+    # a speculating row is bent around its own capacity, as before
+    assert near_edge(_row(10.0, 10.45, 3), rates, 1.0)
+    assert not near_edge(_row(10.0, 12.0, 3), (5.0,), 1.0)
+
+
+def test_a_row_without_speculation_keeps_its_best_k_scaled_as_a_speculative_rows():
+    """The best K's mean-field capacity times plain decoding's simulated over its mean-field
+    capacity (the ratio a speculative row is scaled by); plain decoding's own where there is
+    no mean-field capacity to scale by, and none where plain decoding serves nothing."""
+    assert best_k_rate(9.0, base=4.0, base_screened=12.0) == 9.0 * (4.0 / 12.0)
+    assert best_k_rate(9.0, base=4.0, base_screened=0.0) == 4.0
+    assert best_k_rate(9.0, base=0.0, base_screened=12.0) is None
+    assert best_k_rate(None, base=4.0, base_screened=12.0) is None
+
+
+def test_the_leaders_are_the_top_rows_and_every_row_that_ties_one():
+    """Rows screened at K = 0 tie every other of their deployment at plain decoding's
+    capacity; the simulator may lift any of them a hair above it, and `best` takes the higher
+    capacity of a tie: a tie with a leader is a leader."""
+    scores = {0: 3.0, 1: 2.5, 2: 2.5, 3: 2.5, 4: 1.0, 5: 0.0}
+    assert leaders(scores, 1) == {0}
+    assert leaders(scores, 2) == {0, 1, 2, 3}
+    assert leaders({7: 2.0, 3: 2.0, 5: 2.0}, 1) == {3, 5, 7}
+    assert leaders(scores, 0) == set()
+    assert leaders({}, 2) == set()

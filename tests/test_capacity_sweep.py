@@ -494,3 +494,27 @@ def test_every_row_says_where_speculation_stops_paying(table):
     for _key, group in table.group_by(keys):
         rates = group.sort("acceptance_rate")["break_even_request_rate"].fill_null(math.inf)
         assert rates.to_list() == sorted(rates.to_list()), group
+
+
+def test_simulate_all_has_the_simulator_answer_every_row(fleet, table, tmp_path):
+    """capacity: {simulate_all: true}: every row the simulator's, each row the screened run
+    simulated the same to the bit, the manifest saying so; the run's hash moves with it, and
+    a sweep that leaves it out hashes as before (its resolved capacity has no such key)."""
+    path, _, plan = fleet
+    every = tmp_path / "every.yaml"
+    every.write_text(
+        path.read_text().replace("simulate_top: 1", "simulate_top: 1, simulate_all: true")
+    )
+    assert every.read_text() != path.read_text()
+    all_plan = build_plan(*load_sweep(every))
+    assert all_plan.capacity is not None and all_plan.capacity.simulate_all
+    run_sweep(all_plan, tmp_path / "out", RunOptions(jobs=1))
+    simulated = pl.read_parquet(tmp_path / "out" / "capacity.parquet")
+    assert (simulated["capacity_source"] == "simulator").all()
+    both = table["capacity_source"] == "simulator"
+    assert table.filter(both).equals(simulated.filter(both))
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["capacity"]["simulate_all"] is True
+    assert manifest["capacity"]["simulated_rows"] == simulated.height
+    assert "simulate_all" not in plan.resolved()["capacity"]
+    assert all_plan.resolved()["capacity"]["simulate_all"] is True

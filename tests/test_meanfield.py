@@ -5,12 +5,20 @@ speculation. docs/capacity.md states the gap above the knee."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from infersize.core.serving.meanfield import NORMAL_QUANTILE, mean_field, sustained_rate
+from infersize.core.serving.meanfield import (
+    NORMAL_QUANTILE,
+    _Model,
+    mean_field,
+    model_of,
+    sustained_rate,
+)
 from infersize.service.capacity.arm import make_arm, saturation_rate, serve
 from infersize.service.capacity.request import Traffic
-from tests.support.serving import prepared_for
+from tests.support.serving import INPUT, OUTPUT, prepared_for
 
 GRID = [
     ("llama-3.1-8b", "llama-3.2-1b", "h100", {}),
@@ -51,3 +59,20 @@ def test_the_normal_quantiles_are_the_standard_tables():
 
     for p, z in NORMAL_QUANTILE.items():
         assert NormalDist().inv_cdf(p) == pytest.approx(z, abs=1e-12)
+
+
+def test_the_mean_field_model_is_built_once_per_replica_and_lengths(catalog):
+    """A bisection asks the same replica and lengths at many rates: one model serves them, and
+    another replica (even one equal to it) or other lengths get their own, with the numbers a
+    fresh build gives."""
+    traffic = Traffic(input_tokens=(INPUT,), output_tokens=(OUTPUT,), request_rate=1.0)
+    arm = make_arm(prepared_for(catalog), traffic, 3)
+    model = model_of(arm.replica, arm.lengths)
+    assert model_of(arm.replica, arm.lengths) is model
+    twin = dataclasses.replace(arm.replica)
+    assert model_of(twin, arm.lengths) is not model
+    longer = dataclasses.replace(arm.lengths, input_tokens=arm.lengths.input_tokens * 2)
+    assert model_of(arm.replica, longer).lengths == longer
+    fresh = _Model.of(arm.replica, arm.lengths)
+    assert fresh.numbers[3].tolist() == model.numbers[3].tolist()
+    assert mean_field(arm.replica, arm.lengths, 2.0) == mean_field(twin, arm.lengths, 2.0)

@@ -278,6 +278,7 @@ def _capacity_figures(generation: Generation, plan: Plan) -> dict[str, Any]:
         "requests": plan.capacity.requests,
         "seed": plan.capacity.seed,
         "simulate_top": plan.capacity.simulate_top,
+        **({"simulate_all": True} if plan.capacity.simulate_all else {}),
         "headroom": plan.capacity.headroom,
     }
 

@@ -90,3 +90,4 @@ class CapacityPlan:
     simulate_top: int
     headroom: float
     replications: int
+    simulate_all: bool = False  # the simulator answers every row, not only where it counts

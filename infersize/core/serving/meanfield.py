@@ -138,6 +138,24 @@ class _Model:
         return float(_compiled().step_around(*self.numbers, others, prefill))
 
 
+# the last few models built, by replica (identity: a replica's arrays have no value hash; the
+# model holds it, so its id is its own while cached) and lengths: a bisection over rates or a
+# break-even ladder asks the same replica and lengths dozens of times
+_MODELS: dict[tuple[int, Lengths], _Model] = {}
+MODELS_KEPT = 4
+
+
+def model_of(replica: Replica, lengths: Lengths) -> _Model:
+    """_Model.of(replica, lengths), built once for repeated asks."""
+    key = (id(replica), lengths)
+    model = _MODELS.get(key)
+    if model is None or model.replica is not replica:
+        if len(_MODELS) >= MODELS_KEPT:
+            _MODELS.clear()
+        model = _MODELS[key] = _Model.of(replica, lengths)
+    return model
+
+
 def _longest_step(model: _Model, rate: float, steps: float) -> tuple[float, str]:
     """The longest mean step within the replica's limits at `rate`, and the limit that sets it:
     n = λ S̄ t sequences decode, λ I t prompt tokens arrive a step, and each sequence holds its
@@ -172,7 +190,7 @@ def mean_field(replica: Replica, lengths: Lengths, rate: float) -> MeanField:
     mu, var = lengths.tokens_per_step
     decode_tokens = max(lengths.output_tokens - 1.0, 0.0)
     steps = max(decode_tokens / mu, 1e-9)
-    model = _Model.of(replica, lengths)
+    model = model_of(replica, lengths)
     t, limit = _fixed_point(model, rate, steps)
     if limit:
         return _unsustained(rate, t, rate * steps * t, limit)
@@ -238,7 +256,7 @@ def sustained_rate(replica: Replica, lengths: Lengths) -> float:
     one evaluation of f at the longest step allowed decides each rate."""
     mu, _ = lengths.tokens_per_step
     steps = max((lengths.output_tokens - 1.0) / mu, 1e-9)
-    model = _Model.of(replica, lengths)
+    model = model_of(replica, lengths)
     alone = model.step(1.0, 0.0)  # no step is shorter: a first bound on λ
     low, high = 0.0, replica.max_num_seqs / (steps * alone)
 

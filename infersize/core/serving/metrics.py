@@ -16,16 +16,18 @@ fluctuation).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from infersize.core.arrays import FloatArray
+from infersize.core.arrays import FloatArray, floats
 from infersize.core.serving.replica import GiveUp, Run
 from infersize.core.serving.sla import Sla
 from infersize.record import record
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+QUANTILES = tuple(p / 100.0 for p in PERCENTILES)  # the fractions np.percentile divides them to
 WARM_UP_SHARE = 0.1  # of the arrivals, left out of the queue's trend
 OVERLOAD_SHORTFALL = 0.02  # served below offered by more than this share: the queue grows
 MIN_TREND_ARRIVALS = 20  # fewer arrivals past the warm-up say nothing of a trend
@@ -53,12 +55,31 @@ class Stats:
         )
 
 
+def linear_percentiles(ordered: FloatArray) -> tuple[float, ...]:
+    """np.percentile(values, PERCENTILES) (its linear method) of `ordered`, the values sorted
+    (NaN last, as np.sort puts it), by numpy's own steps: the index (n − 1)·q, its floor's
+    value and the next, and their lerp from the nearer end; so the same numbers, bit for bit,
+    for a fraction of the call's cost. Any NaN makes every percentile NaN, as in numpy."""
+    last = ordered.size - 1
+    if math.isnan(ordered[last]):
+        return (math.nan,) * len(QUANTILES)
+    values = []
+    for quantile in QUANTILES:
+        index = last * quantile
+        below = math.floor(index) if index < last else -1  # at the top: the last value
+        low, high = float(ordered[below]), float(ordered[below + 1 if below >= 0 else -1])
+        weight = index - below
+        step = high - low
+        values.append(high - step * (1 - weight) if weight >= 0.5 else low + step * weight)
+    return tuple(values)
+
+
 def stats(values: ArrayLike) -> Stats:
     data = np.asarray(values, dtype=np.float64)
     if data.size == 0:
         nan = float("nan")
         return Stats(mean=nan, p50=nan, p90=nan, p95=nan, p99=nan)
-    p50, p90, p95, p99 = (float(v) for v in np.percentile(data, PERCENTILES))
+    p50, p90, p95, p99 = linear_percentiles(np.sort(data))
     return Stats(mean=float(data.mean()), p50=p50, p90=p90, p95=p95, p99=p99)
 
 
@@ -155,19 +176,34 @@ def overload_reason(run: Run) -> str:
     )
 
 
+def latency_samples(run: Run, metric: str) -> FloatArray:
+    """Per request, `metric`'s value: ttft, e2e, or tpot (requests of more than one token)."""
+    ttft = run.first_token - run.arrival
+    if metric == "ttft":
+        return ttft
+    e2e = run.finish - run.arrival
+    if metric == "e2e":
+        return e2e
+    many = run.output_tokens > 1
+    return floats((e2e - ttft)[many] / (run.output_tokens[many] - 1))
+
+
+def metric_stats(run: Run, metric: str) -> Stats:
+    """The statistics of one metric over the run: ttft, tpot, e2e or itl."""
+    if metric == "itl":
+        return weighted_stats(*itl_values(run))
+    return stats(latency_samples(run, metric))
+
+
 def metrics(run: Run, itl: bool = True) -> ServingMetrics:
     """The run's statistics; `itl` False leaves the inter-token latencies out (NaN), which a
     capacity probe whose SLA reads none skips: every step's gaps, sorted, cost more than the
     run."""
-    ttft = run.first_token - run.arrival
-    e2e = run.finish - run.arrival
-    many = run.output_tokens > 1
-    tpot = (e2e - ttft)[many] / (run.output_tokens[many] - 1)
     return ServingMetrics(
-        ttft_s=stats(ttft),
-        tpot_s=stats(tpot),
-        itl_s=weighted_stats(*itl_values(run)) if itl else stats([]),
-        e2e_s=stats(e2e),
+        ttft_s=metric_stats(run, "ttft"),
+        tpot_s=metric_stats(run, "tpot"),
+        itl_s=metric_stats(run, "itl") if itl else stats([]),
+        e2e_s=metric_stats(run, "e2e"),
         output_tokens_per_s=float(run.output_tokens.sum() / run.span),
         requests_per_s=float(run.output_tokens.size / run.span),
         mean_running_sequences=run.running_seconds / run.span,
@@ -180,9 +216,22 @@ def metrics(run: Run, itl: bool = True) -> ServingMetrics:
 def sla_breaches(measured: ServingMetrics, sla: Sla) -> list[str]:
     """The SLA's terms the run breaks, each as 'ttft:p99 2,310 ms > 2,000 ms'; an overloaded
     run breaks the SLA whatever its percentiles say."""
-    broken = [measured.overload] if measured.overload else []
+    return _breaches(sla, measured.overload, measured.value)
+
+
+def run_breaches(run: Run, sla: Sla) -> list[str]:
+    """sla_breaches(metrics(run), sla), computing only the statistics the SLA's terms read
+    (a capacity probe throws the rest away)."""
+    read = {term.metric: metric_stats(run, term.metric) for term in sla.terms}
+    return _breaches(
+        sla, overload_reason(run), lambda metric, statistic: read[metric].get(statistic)
+    )
+
+
+def _breaches(sla: Sla, overload: str, value_of: Callable[[str, str], float]) -> list[str]:
+    broken = [overload] if overload else []
     for term in sla.terms:
-        value = measured.value(term.metric, term.statistic)
+        value = value_of(term.metric, term.statistic)
         if not value <= term.limit_s:
             name = f"{term.metric}:{term.statistic}"
             broken.append(f"{name} {value * 1e3:,.1f} ms > {term.limit_s * 1e3:,.1f} ms")

@@ -46,6 +46,12 @@ class Sla:
     def __str__(self) -> str:
         return ";".join(str(t) for t in self.terms)
 
+    @property
+    def reads_itl(self) -> bool:
+        """Whether a term limits the inter-token latency (the one statistic that costs more to
+        compute than the run it is computed from)."""
+        return any(term.metric == "itl" for term in self.terms)
+
 
 def _problem(text: str) -> str:
     return (

@@ -5,6 +5,7 @@ view of it, and the K that serves a load best."""
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from functools import cached_property, lru_cache
 
@@ -100,6 +101,22 @@ def acceptance_rates(prepared: Prepared, draft_k: int) -> tuple[float, ...]:
 ReplicaCache = dict[tuple[object, ...], Replica]
 
 
+def replica_key(prepared: Prepared, draft_k: int) -> tuple[object, ...]:
+    """What a replica depends on: the deployment, the engine, K and the drafts' shape."""
+    dep = prepared.deployment
+    return (
+        dep.gpu.id,
+        dep.target.tp,
+        dep.target.model.id,
+        dep.target.fmt.id,
+        dep.kv_dtype.id,
+        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id),
+        prepared.engine,
+        draft_k,
+        prepared.tree,
+    )
+
+
 def make_arm(
     prepared: Prepared, traffic: Traffic, draft_k: int, replicas: ReplicaCache | None = None
 ) -> Arm:
@@ -112,17 +129,7 @@ def make_arm(
         input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()), rates=rates
     )
     dep = prepared.deployment
-    key = (
-        dep.gpu.id,
-        dep.target.tp,
-        dep.target.model.id,
-        dep.target.fmt.id,
-        dep.kv_dtype.id,
-        None if dep.draft is None else (dep.draft.model.id, dep.draft.fmt.id),
-        prepared.engine,
-        draft_k,
-        prepared.tree,
-    )
+    key = replica_key(prepared, draft_k)
     if replicas is not None and key in replicas:
         replica = replicas[key]
     else:
@@ -171,9 +178,12 @@ def load(arm: Arm, traffic: Traffic, rate: float | None = None) -> Load:
     )
 
 
-def serve(arm: Arm, traffic: Traffic, rate: float | None = None) -> ServingMetrics:
-    """The arm's metrics at `rate` (open loop), else at the traffic's own load."""
-    return metrics(simulate(arm.replica, load(arm, traffic, rate)))
+def serve(
+    arm: Arm, traffic: Traffic, rate: float | None = None, itl: bool = True
+) -> ServingMetrics:
+    """The arm's metrics at `rate` (open loop), else at the traffic's own load; `itl` False
+    leaves the inter-token latencies out (core/serving/metrics.py)."""
+    return metrics(simulate(arm.replica, load(arm, traffic, rate)), itl=itl)
 
 
 def saturation_rate(arm: Arm, traffic: Traffic) -> float:
@@ -186,7 +196,7 @@ def saturation_rate(arm: Arm, traffic: Traffic) -> float:
         requests=traffic.requests,
         seed=traffic.seed,
     )
-    return serve(arm, full).requests_per_s
+    return serve(arm, full, itl=False).requests_per_s
 
 
 SCREEN_FINALISTS = 2  # the K the mean-field screen passes on to the simulator
@@ -206,13 +216,32 @@ def mean_field_capacity(arm: Arm, sla: Sla, ceiling: float) -> float:
     return max(low, ceiling / 100.0)
 
 
+# the mean-field capacity of an arm at an SLA, by its replica (identity), lengths and SLA: a
+# sweep screens each arm several times (its row's screen, then --draft-k auto's own, its scale
+# and its searches' first guesses); the replica is held weakly, so no entry outlives it
+_SCREENED: dict[tuple[int, Lengths, Sla], tuple[weakref.ref[Replica], float]] = {}
+SCREENED_KEPT = 4096
+
+
+def _sla_capacity(arm: Arm, sla: Sla) -> float:
+    key = (id(arm.replica), arm.lengths, sla)
+    found = _SCREENED.get(key)
+    if found is not None and found[0]() is arm.replica:
+        return found[1]
+    ceiling = sustained_rate(arm.replica, arm.lengths)
+    score = mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
+    if len(_SCREENED) >= SCREENED_KEPT:
+        _SCREENED.clear()
+    _SCREENED[key] = (weakref.ref(arm.replica), score)
+    return score
+
+
 def screen_score(arm: Arm, traffic: Traffic, sla: Sla | None) -> float:
     """The mean-field model's view of an arm (higher is better): with an SLA the highest rate
     meeting it, else minus the mean e2e latency at the load (a closed loop of N clients as the
     rate N / e2e of one request alone)."""
     if sla is not None:
-        ceiling = sustained_rate(arm.replica, arm.lengths)
-        return mean_field_capacity(arm, sla, ceiling) if ceiling > 0 else 0.0
+        return _sla_capacity(arm, sla)
     rate = traffic.request_rate
     if rate is None:
         alone = mean_field(arm.replica, arm.lengths, 1e-6).e2e_s.mean

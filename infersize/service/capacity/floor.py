@@ -26,7 +26,7 @@ def _clears(req: CapacityRequest, catalog: Catalog, draft_k: int, tp: int, gpu: 
     except UnservableError:
         return False
     assert req.sla is not None
-    return not latency_floor(alone(arm, moved.traffic), req.sla).near_floor
+    return not latency_floor(alone(arm, moved.traffic, itl=req.sla.reads_itl), req.sla).near_floor
 
 
 def floor_remedy(req: CapacityRequest, catalog: Catalog, draft_k: int, tp: int) -> str | None:

@@ -23,7 +23,7 @@ from infersize.core.engines import get_engine
 from infersize.core.serving.replica import switched_replica
 from infersize.errors import InfersizeError, ValueRangeError
 from infersize.service.capacity.answer import ArmResult, CapacityResult, KScheduleAnswer
-from infersize.service.capacity.arm import Arm, make_arm
+from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, replica_key
 from infersize.service.capacity.ktable import BEYOND, Ranges, read_k_schedule, table_text
 from infersize.service.capacity.request import CapacityRequest, prepare_capacity
 from infersize.service.capacity.result import arm_result, run_capacity
@@ -50,8 +50,11 @@ def _switches(ranges: Ranges) -> bool:
     return len({k for _, _, k in ranges}) > 1
 
 
-def switching_arm(prepared: Prepared, req: CapacityRequest, ranges: Ranges) -> tuple[Arm, bool]:
-    """The arm serving `ranges`, and whether its steps carry the engine's cost of a schedule."""
+def switching_arm(
+    prepared: Prepared, req: CapacityRequest, ranges: Ranges, replicas: ReplicaCache | None = None
+) -> tuple[Arm, bool]:
+    """The arm serving `ranges`, and whether its steps carry the engine's cost of a schedule
+    (`replicas`: replicas shared by requests of the same deployment, as make_arm's)."""
     if prepared.deployment.draft is None:
         raise ValueRangeError("k_schedule", "needs a drafter: {draft} none runs no K")
     if not prepared.tree.is_chain:
@@ -61,18 +64,19 @@ def switching_arm(prepared: Prepared, req: CapacityRequest, ranges: Ranges) -> t
         raise ValueRangeError(
             "k_schedule", "never drafts (K = 0 at every batch): it is plain decoding"
         )
-    static = make_arm(prepared, req.traffic, largest)  # memory, lengths and draws at the top K
+    static = make_arm(prepared, req.traffic, largest, replicas)  # memory, lengths, draws at K
     costly = _switches(ranges) and prepared.engine.memory_rule == "vllm"
     scale = (1.0,)
     if costly:
         batches = floats(np.arange(1, static.replica.max_num_seqs + 2))
         scale = (1.0, *(1.0 + vllm_cost(batches)).tolist())
-    replica = switched_replica(
-        prepared.deployment.numbers,
-        prepared.engine,
-        tuple((last, k) for _, last, k in ranges),
-        scale,
-    )
+    switched = tuple((last, k) for _, last, k in ranges)
+    key = ("switched", *replica_key(prepared, largest), switched, scale)
+    replica = None if replicas is None else replicas.get(key)
+    if replica is None:
+        replica = switched_replica(prepared.deployment.numbers, prepared.engine, switched, scale)
+        if replicas is not None:
+            replicas[key] = replica
     return dataclasses.replace(static, replica=replica), costly
 
 
@@ -84,15 +88,20 @@ def _rate(arm: ArmResult) -> float:
     return -1.0 if arm.capacity is None else arm.capacity.max_request_rate
 
 
-def schedule_capacity(prepared: Prepared, req: CapacityRequest, catalog: Catalog) -> float | None:
+def schedule_capacity(
+    prepared: Prepared,
+    req: CapacityRequest,
+    catalog: Catalog,
+    replicas: ReplicaCache | None = None,
+) -> float | None:
     """One replication's capacity of the auto table (`infersize schedule`'s for the
     deployment), for a capacity sweep's row; None where the engine has no table or the
-    deployment none to serve (no drafter, a tree, no K that fits)."""
+    deployment none to serve (no drafter, a tree, no K that fits). `replicas`: as make_arm's."""
     if req.sla is None:
         return None
     try:
         schedule_family(get_engine(req.spec.engine.engine))
-        arm, _ = switching_arm(prepared, req, schedule_ranges(req, catalog, AUTO))
+        arm, _ = switching_arm(prepared, req, schedule_ranges(req, catalog, AUTO), replicas)
     except InfersizeError:
         return None
     return first_replication(arm, req.traffic, req.sla).max_request_rate

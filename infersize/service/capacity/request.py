@@ -54,6 +54,9 @@ class CapacityRequest:
     tp_auto: bool = False  # each arm at the tensor-parallel size of fewest GPUs
     engine_by_default: bool = False  # the engine is capacity's default, not the user's
     k_schedule: str | None = None  # K by the running batch: auto, or a file holding the table
+    # the inter-token latencies at the load (False: left out, NaN; a capacity sweep reads none,
+    # and they cost more to compute than the run they are computed from)
+    itl_at_load: bool = True
 
 
 def validate_traffic(traffic: Traffic, target_request_rate: float | None = None) -> None:

@@ -77,15 +77,15 @@ def _load_rate(req: CapacityRequest, fleet_: Fleet | None) -> float | None:
 def _measure(
     arm: Arm, req: CapacityRequest, fleet_: Fleet | None
 ) -> tuple[ServingMetrics, str, float | None]:
-    """The arm's metrics at the load, what the load was, and its open-loop rate."""
-    traffic = req.traffic
+    """The arm's metrics at the load (ITL if asked), what the load was, and its open-loop rate."""
+    traffic, itl = req.traffic, req.itl_at_load
     rate = _load_rate(req, fleet_)
     if rate is not None:
         share = "" if traffic.request_rate is not None else ", its share of the target rate"
-        return serve(arm, traffic, rate), f"{rate_text(rate)} requests/s{share}", rate
+        return serve(arm, traffic, rate, itl), f"{rate_text(rate)} requests/s{share}", rate
     if traffic.concurrency is not None:
-        return serve(arm, traffic), f"{traffic.concurrency} concurrent clients", None
-    return alone(arm, traffic), "one request at a time (no rate meets the SLA)", None
+        return serve(arm, traffic, None, itl), f"{traffic.concurrency} concurrent clients", None
+    return alone(arm, traffic, itl), "one request at a time (no rate meets the SLA)", None
 
 
 def arm_result(
@@ -201,7 +201,7 @@ def speculative_k(
         if k not in firsts:
             firsts[k] = _first(prepared, req, k, scale, replicas)
         arm, first = firsts[k]
-        return simulated_score(first, None if first else serve(arm, req.traffic))
+        return simulated_score(first, None if first else serve(arm, req.traffic, itl=False))
 
     return choose_draft_k(prepared, req, score, replicas)
 

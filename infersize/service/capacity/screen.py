@@ -9,16 +9,16 @@ target, workload and SLA) the simulator then answers again every row the screen 
 error of EDGE in the arms' ratio would flip whether speculation saves GPUs at a target rate, or
 the stated error could move a count of at most FEW_REPLICAS replicas), and the `simulate_top`
 rows of most requests/s per GPU with speculation. A simulated row is what `infersize capacity
---draft-k auto` answers for the same request (a test holds the two equal). One call,
-answer_rows, does all of it.
+--draft-k auto` answers for the same request (a test holds the two equal). This module answers
+one row each way and says whether it is near an edge; service/capacity/confirm.py's
+answer_rows answers a sweep's rows with them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache as cache_calls
 from functools import partial
 from typing import NamedTuple
 
@@ -28,13 +28,11 @@ from infersize.core.serving.metrics import sla_breaches
 from infersize.record import record
 from infersize.service.capacity.answer import ArmKind
 from infersize.service.capacity.arm import Arm, ReplicaCache, make_arm, screen_score, serve
-from infersize.service.capacity.breakeven import break_even_rate
 from infersize.service.capacity.fleet import replicas_for
 from infersize.service.capacity.kschedule import schedule_capacity
 from infersize.service.capacity.request import (
     CapacityRequest,
     NoKvRoomError,
-    UnservableError,
     prepare_capacity,
 )
 from infersize.service.capacity.result import (
@@ -99,6 +97,10 @@ class RowAnswer:
     # the screen cannot stand in for the simulator here: plain decoding serves nothing (the
     # arms' ratio scales nothing), or the simulator breaks the SLA below the screened capacity
     unsure: bool = False
+    # a screened row that does not speculate (K = 0): the capacity the screen gives its best K,
+    # scaled as a speculative row's is (None: no K to rate, or plain decoding's capacity to
+    # scale); the simulator could find speculation serving up to EDGE above it
+    best_k_request_rate: float | None = None
 
     def arm(self, kind: ArmKind) -> RowArm:
         return self.speculative if kind.speculates else self.baseline
@@ -163,6 +165,7 @@ def screen_row(
                 continue
             scores[k] = _screen_rate(arm, request)
     k = max(scores, key=lambda k: (scores[k], -k)) if scores else 0
+    best_k = best_k_rate(scores[k] if k else None, base, base_screened)
     spec_interval, checked = limit.interval, True
     if k and _breaks_alone(make_arm(prepared, request.traffic, k, cache.replicas), request):
         k = 0  # as the simulator: a K whose lone request breaks the SLA serves nothing
@@ -185,13 +188,24 @@ def screen_row(
         speculative=_row_arm(spec, spec_interval, spec_latency, request, rates),
         simulated=False,
         unsure=not checked,
+        best_k_request_rate=None if k else best_k,
     )
+
+
+def best_k_rate(score: float | None, base: float, base_screened: float) -> float | None:
+    """The capacity the screen gives the best K (its mean-field `score`), scaled as a
+    speculative row's is: by plain decoding's simulated capacity over its mean-field one
+    (plain decoding's own where that ratio is not there to scale by); None where no K was
+    rated or plain decoding serves nothing."""
+    if score is None or base <= 0:
+        return None
+    return score * (base / base_screened) if base_screened > 0 else base
 
 
 def _breaks_alone(arm: Arm, request: CapacityRequest) -> bool:
     """Whether one request alone already breaks the SLA on this arm."""
     assert request.sla is not None
-    return bool(sla_breaches(alone(arm, request.traffic), request.sla))
+    return bool(sla_breaches(alone(arm, request.traffic, itl=request.sla.reads_itl), request.sla))
 
 
 def simulate_row(
@@ -208,20 +222,20 @@ def simulate_row(
     assert spec_arm.capacity is not None
     spec_rate = spec_arm.capacity.max_request_rate
     spec_latency = plain_latency
-    if k > 0:
+    if k > 0:  # rates whose loads per replica coincide share a run
         at_k = make_arm(prepared, request.traffic, k, cache.replicas)
-        spec_latency = partial(_simulated_latency, at_k, request)
+        spec_latency = cache_calls(partial(_simulated_latency, at_k, request))
     return RowAnswer(
         draft_k=k,
         baseline=_row_arm(base, limit.interval, plain_latency, request, rates),
         speculative=_row_arm(spec_rate, spec_arm.capacity.interval, spec_latency, request, rates),
         simulated=True,
-        k_schedule_request_rate=schedule_capacity(prepared, request, catalog),
+        k_schedule_request_rate=schedule_capacity(prepared, request, catalog, cache.replicas),
     )
 
 
 def _simulated_latency(arm: Arm, request: CapacityRequest, load: float) -> Latency:
-    m = serve(arm, request.traffic, load)
+    m = serve(arm, request.traffic, load, itl=False)
     return Latency(
         ttft_p50_ms=m.ttft_s.p50 * 1e3,
         ttft_p99_ms=m.ttft_s.p99 * 1e3,
@@ -260,7 +274,10 @@ def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> b
     """Whether the screen's verdict (does speculation save GPUs at a target rate?) could flip
     at any of the workload's target rates if the ratio of the arms' capacities were off by
     EDGE, or (a screened speculative arm) its stated error could move a count of at most
-    FEW_REPLICAS replicas by one."""
+    FEW_REPLICAS replicas by one. A screened row that does not speculate flips only where its
+    best K, EDGE above the screen's capacity for it, would save GPUs: the simulator answers
+    K = 0 wherever speculation serves less than plain decoding, so the verdict cannot flip
+    the other way, and plain decoding's capacity is the simulator's already."""
     base, spec = answer.baseline.max_request_rate, answer.speculative.max_request_rate
 
     def saving(rate: float, b: float, s: float) -> int:
@@ -269,6 +286,9 @@ def near_edge(answer: RowAnswer, rates: tuple[float, ...], headroom: float) -> b
             return (gb is None) - (gs is None)  # only one arm meets the SLA: it saves
         return (gb > gs) - (gb < gs)
 
+    if answer.draft_k == 0 and not answer.simulated:  # no best K: reaches nothing
+        reach = (answer.best_k_request_rate or 0.0) * (1 + EDGE)
+        return any(saving(rate, base, reach) > 0 for rate in rates)
     bent = (spec * (1 + EDGE), spec * (1 - EDGE))
     flips = any(saving(rate, base, s) != saving(rate, base, spec) for rate in rates for s in bent)
     if flips or answer.simulated or answer.draft_k == 0:
@@ -291,83 +311,3 @@ def _count_edge(rate: float, interval: Interval, headroom: float) -> bool:
     low = replicas_for(rate, interval[1], headroom)
     high = replicas_for(rate, interval[0], headroom)
     return low is not None and low <= FEW_REPLICAS and low != high
-
-
-def _speculative_per_gpu(answer: RowAnswer, tp: int) -> float:
-    """What ranks a row in its group: requests/s per GPU with speculation, the fewest GPUs at
-    any rate above one replica's capacity."""
-    return answer.speculative.max_request_rate / tp
-
-
-@record
-class Row:
-    """A row's question: the `capacity --draft-k auto` request, the target rates its answer is
-    priced at, the group of rows it competes in, and its GPUs per replica (for ranking)."""
-
-    request: CapacityRequest
-    rates: tuple[float, ...]
-    group: Hashable
-    tp: int
-
-
-NOTHING = RowArm(max_request_rate=0.0, interval=None, latency_ms={})
-NO_ROOM = RowAnswer(draft_k=0, baseline=NOTHING, speculative=NOTHING, simulated=False)
-
-
-def _screened(row: Row, catalog: Catalog, cache: RowCache) -> RowAnswer:
-    try:
-        prepared = prepare_capacity(row.request, catalog)
-        return screen_row(prepared, row.request, row.rates, cache)
-    except UnservableError:  # the GPU cannot run it, or the target leaves no room for a KV cache
-        return NO_ROOM
-
-
-def answer_rows(
-    rows: list[Row], catalog: Catalog, simulate_top: int, headroom: float
-) -> list[RowAnswer]:
-    """Every row screened (plain decoding simulated, speculation by the mean-field model),
-    then per group the simulator answers every row the screen cannot stand for or near an edge,
-    and the `simulate_top` rows of most requests/s per GPU with speculation (what `best
-    --request-rate` picks from at any rate) until those leaders are all simulated: a screened
-    row that a simulated leader falls behind is simulated next."""
-    cache = RowCache()
-    answers = [_screened(row, catalog, cache) for row in rows]
-    groups: dict[Hashable, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        if answers[i] is not NO_ROOM:
-            groups[row.group].append(i)
-    simulated: set[int] = set()
-
-    def confirm(chosen: set[int]) -> None:
-        for i in sorted(chosen - simulated):
-            answers[i] = simulate_row(rows[i].request, catalog, rows[i].rates, cache)
-            simulated.add(i)
-
-    for members in groups.values():
-        confirm(
-            {
-                i
-                for i in members
-                if answers[i].unsure or near_edge(answers[i], rows[i].rates, headroom)
-            }
-        )
-        while True:
-            ranked = sorted(
-                members, key=lambda i: (-_speculative_per_gpu(answers[i], rows[i].tp), i)
-            )
-            leaders = set(ranked[:simulate_top])
-            if leaders <= simulated:
-                break
-            confirm(leaders)
-    return [
-        _with_break_even(row, answer, catalog, cache)
-        for row, answer in zip(rows, answers, strict=True)
-    ]
-
-
-def _with_break_even(row: Row, answer: RowAnswer, catalog: Catalog, cache: RowCache) -> RowAnswer:
-    if answer is NO_ROOM:
-        return answer
-    prepared = prepare_capacity(row.request, catalog)
-    rate = break_even_rate(prepared, row.request, answer.draft_k, cache.replicas)
-    return dataclasses.replace(answer, break_even_request_rate=rate)

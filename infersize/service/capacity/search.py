@@ -28,7 +28,7 @@ from infersize.core.serving.metrics import (
     ServingMetrics,
     give_up_rule,
     latency_floor,
-    metrics,
+    run_breaches,
     sla_breaches,
 )
 from infersize.core.serving.simulate import simulate
@@ -67,11 +67,12 @@ def broken_terms(arm: Arm, traffic: Traffic, rate: float, sla: Sla) -> list[str]
     run = simulate(arm.replica, dataclasses.replace(requests, give_up=rule))
     if run.gave_up:
         return [str(term) for term in sla.terms if term.metric == run.gave_up]
-    return sla_breaches(metrics(run, itl=any(term.metric == "itl" for term in sla.terms)), sla)
+    return run_breaches(run, sla)
 
 
-def alone(arm: Arm, traffic: Traffic) -> ServingMetrics:
-    """The arm serving one request at a time: the latency no load can go below."""
+def alone(arm: Arm, traffic: Traffic, itl: bool = True) -> ServingMetrics:
+    """The arm serving one request at a time: the latency no load can go below (`itl` False:
+    without the inter-token latencies, which an SLA without an ITL term never reads)."""
     lone = Traffic(
         input_tokens=traffic.input_tokens,
         output_tokens=traffic.output_tokens,
@@ -79,7 +80,7 @@ def alone(arm: Arm, traffic: Traffic) -> ServingMetrics:
         requests=min(traffic.requests, LONE_REQUESTS),
         seed=traffic.seed,
     )
-    return serve(arm, lone)
+    return serve(arm, lone, itl=itl)
 
 
 @dataclass
@@ -152,7 +153,7 @@ def first_replication(arm: Arm, traffic: Traffic, sla: Sla, guess: float | None 
     """One replication (the answer --draft-k auto compares), from `guess` when there is a good
     one (the mean-field capacity scaled by the simulator's for another K), else from the
     mean-field model's own."""
-    lone = alone(arm, traffic)
+    lone = alone(arm, traffic, itl=sla.reads_itl)
     floor = latency_floor(lone, sla)
     breaks = sla_breaches(lone, sla)
     if breaks:

@@ -72,6 +72,7 @@ def capacity_plan(cfg: CapacityAxes, doc: YamlDocument) -> CapacityPlan | None:
         simulate_top=options.simulate_top,
         headroom=options.headroom,
         replications=options.replications,
+        simulate_all=options.simulate_all,
     )
 
 
@@ -105,4 +106,6 @@ def resolved_capacity(plan: CapacityPlan) -> dict[str, Any]:
         "simulate_top": plan.simulate_top,
         "headroom": plan.headroom,
         "replications": plan.replications,
+        # only when asked: the hash of every sweep that screens stays what it was
+        **({"simulate_all": True} if plan.simulate_all else {}),
     }

@@ -10,8 +10,8 @@ from infersize.core.serving.sla import parse_sla
 from infersize.core.serving.traffic import parse_arrival
 from infersize.defaults import DEFAULTS
 from infersize.record import record
+from infersize.service.capacity.confirm import Row
 from infersize.service.capacity.request import CapacityRequest, Traffic
-from infersize.service.capacity.screen import Row
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting, Workload
@@ -92,6 +92,7 @@ def capacity_request(
         target_request_rate=w.target_request_rates[0],
         headroom=plan.headroom,
         replications=plan.replications,
+        itl_at_load=False,  # no column reads them
     )
 
 

@@ -8,7 +8,7 @@ capacity.parquet/.csv (sweep/capacity/table.py).
   slas:
     interactive: "ttft:p99<=500ms;tpot:p99<=40ms"
   target_request_rates: [10, 100]
-  capacity: {requests: 1000, seed: 0, simulate_top: 3, headroom: 1.0}
+  capacity: {requests: 1000, seed: 0, simulate_top: 3, headroom: 1.0, simulate_all: false}
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ class CapacityOptions(_Strict):
     # rows per (GPU, target, workload, SLA) the simulator confirms, besides the rows near an
     # SLA edge (where speculation's saving of GPUs could flip)
     simulate_top: int = Field(default=DEFAULTS.capacity_simulate_top, ge=0, le=1000)
+    # the simulator answers every row (slower: what the screen's choice of rows is checked by)
+    simulate_all: bool = False
     headroom: float = HEADROOM.schema_field(DEFAULTS.headroom)
     # capacity searches under independent draws: the mean answers, their spread is its range
     replications: int = REPLICATIONS.schema_field(DEFAULTS.capacity_replications)

@@ -16,8 +16,9 @@ from infersize.catalog.records import Gpu
 from infersize.catalog.store import load_catalog
 from infersize.core.deployment import hourly_price
 from infersize.service.capacity.answer import ARMS, BASELINE, SPECULATIVE
+from infersize.service.capacity.confirm import answer_rows
 from infersize.service.capacity.fleet import Fleet, fleet
-from infersize.service.capacity.screen import Latency, RowAnswer, RowArm, answer_rows
+from infersize.service.capacity.screen import Latency, RowAnswer, RowArm
 from infersize.sweep.arrow_types import arrow_schema
 from infersize.sweep.capacity.columns import CAPACITY_BY_NAME, CAPACITY_COLUMNS
 from infersize.sweep.capacity.rows import Case, capacity_row, iter_cases
@@ -39,7 +40,7 @@ def chunk_answers(
     catalog = load_catalog(tuple(scoring.catalog_files))
     cases = list(iter_cases(settings, plan, scenarios))
     rows = [capacity_row(case, scoring, max(ks), plan) for case in cases]
-    answers = answer_rows(rows, catalog, plan.simulate_top, plan.headroom)
+    answers = answer_rows(rows, catalog, plan.simulate_top, plan.headroom, plan.simulate_all)
     return list(zip(cases, answers, strict=True))
 
 
