@@ -16,13 +16,12 @@ import numpy as np
 from infersize.core.arrays import FloatArray, IntArray
 
 
-def pareto_front(
-    group: IntArray, memory: FloatArray, speedup: FloatArray, tiebreak: IntArray
-) -> IntArray:
-    """Indices of the non-dominated rows, ordered by (group, memory, speedup desc, tiebreak)."""
+def pareto_front(group: IntArray, memory: FloatArray, speedup: FloatArray) -> IntArray:
+    """Indices of the non-dominated rows, ordered by (group, memory, speedup desc); of rows
+    equal in all three, the first (the sort is stable) is kept."""
     if group.size == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((tiebreak, -speedup, memory, group))
+    order = np.lexsort((-speedup, memory, group))
     _, rank = np.unique(speedup[order], return_inverse=True)
     key = group[order].astype(np.int64) * (int(rank.max()) + 1) + rank
     best_before = np.concatenate(([-1], np.maximum.accumulate(key)[:-1]))
@@ -32,8 +31,8 @@ def pareto_front(
 def top_n(
     group: IntArray, sort_keys: tuple[FloatArray | IntArray, ...], n: int
 ) -> tuple[IntArray, IntArray]:
-    """The first `n` rows of each group under `sort_keys` (most significant first), and their
-    1-based rank."""
+    """The first `n` rows of each group under `sort_keys` (most significant first; rows equal
+    in all of them keep their order), and their 1-based rank."""
     if group.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.lexsort((*reversed(sort_keys), group))

@@ -162,7 +162,9 @@ def _tree(how: Scoring) -> Tree:
 class _Crossover:
     """The crossover batch of a chunk's rows: the smallest batch at which speculation at the
     row's α (or profile) and K stops paying, by the sweep's speedup model. A ladder of step
-    times per row, so only for rows that reach a table, and once per row however many do."""
+    times per row, so only for rows that reach a table, and once per (setting, context,
+    scenario, K) however many rows have it (the batch is the ladder's: rows that differ only
+    in batch and have the same best K share it) and however many tables ask."""
 
     def __init__(
         self,
@@ -178,14 +180,20 @@ class _Crossover:
     ) -> None:
         self.task, self.dep, self.engine, self.model = task, dep, engine, model
         self.shape, self.rates, self.k, self.tree = shape, rates, k, tree
-        self.known = np.full(k.size, np.nan)
-        self.asked = np.zeros(k.size, dtype=np.bool_)
+        self.k_span = int(max(task.ks)) + 1  # K is 0 for the target alone
+        keys = shape[0] * shape[1] * shape[3] * self.k_span
+        self.known = np.full(keys, np.nan)
+        self.asked = np.zeros(keys, dtype=np.bool_)
 
     def __call__(self, picked: IntArray) -> FloatArray:
-        new = np.unique(picked[~self.asked[picked]])
+        s, c, _, a = np.unravel_index(picked, self.shape)
+        key: IntArray = ((s * self.shape[1] + c) * self.shape[3] + a) * self.k_span
+        key += self.k[picked].astype(np.int64)
+        fresh = ~self.asked[key]
+        new, first = np.unique(key[fresh], return_index=True)
         if new.size:  # a chunk whose rows are all beyond context or never fit asks for none
-            self.known[new], self.asked[new] = self._batches(new), True
-        return self.known[picked]
+            self.known[new], self.asked[new] = self._batches(picked[fresh][first]), True
+        return self.known[key]
 
     def _batches(self, rows: IntArray) -> FloatArray:
         s, c, _, a = np.unravel_index(rows, self.shape)
