@@ -56,29 +56,33 @@ class Scored:
 
 
 def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[DeploymentNumbers]:
-    """Each setting's deployment numbers (sides shared between settings resolved once)."""
+    """Each setting's deployment numbers (sides shared between settings resolved once, and
+    each GPU and KV dtype looked up once)."""
+    gpus = {name: catalog.gpu(name) for name in {s.gpu for s in task.settings}}
+    kvs = {name: catalog.kv_dtype(name) for name in {s.kv_dtype for s in task.settings}}
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
         key = (model, quant, kv, gpu, tp)
-        if key not in cache:
-            cache[key] = resolve_side(
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = resolve_side(
                 model,
                 quant,
                 catalog,
-                catalog.kv_dtype(kv),
-                catalog.gpu(gpu),
+                kvs[kv],
+                gpus[gpu],
                 tp,
                 engine.support_family,
                 engine.dp_attention and tp > 1,
             )[0]
-        return cache[key]
+        return found
 
     return [
         deployment_numbers(
             side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp),
             side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, s.tp if engine.draft_shares_tp else 1),
-            catalog.gpu(s.gpu),
+            gpus[s.gpu],
             s.price_usd_per_hour,
             engine,
         )
