@@ -157,7 +157,7 @@ class CleanErrors(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from infersize.show.terminal import ascii_safe_streams
+        from infersize.show.streams import ascii_safe_streams
 
         ascii_safe_streams()  # a latin-1 or ASCII terminal gets "alpha", not a crash
         argv = list(sys.argv[1:] if args is None else args)

@@ -139,10 +139,9 @@ def _run(
         raise InfersizeError(f"{file}: no cell to score ({skipped or 'an empty grid'})")
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
-    from infersize.show.terminal import console
     from infersize.sweep.run import RunOptions, run_sweep
 
-    err = console(stderr=True, quiet=quiet)
+    err = None if quiet else _stderr_console()  # quiet: the terminal library is not loaded
     options = RunOptions(
         jobs=jobs,
         backend=backend,
@@ -158,7 +157,7 @@ def _run(
     )
     with _progress(err, len(plan.chunks), what) as advance:
         manifest = run_sweep(plan, out_dir, options, on_chunk=advance)
-    if not quiet:
+    if err is not None:
         _summary(err, manifest, out_dir)
     typer.echo(str(out_dir))
 
@@ -302,13 +301,21 @@ def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
         raise InfersizeError("--scheduler needs --backend dask")
 
 
-@contextmanager
-def _progress(err: Console, n_chunks: int, what: str) -> Iterator[Callable[[ChunkDone], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+def _stderr_console() -> Console:
+    from infersize.show.terminal import console
 
-    if not err.is_terminal or err.quiet:  # logs and pipes get the summary only
+    return console(stderr=True)
+
+
+@contextmanager
+def _progress(
+    err: Console | None, n_chunks: int, what: str
+) -> Iterator[Callable[[ChunkDone], None]]:
+    if err is None or not err.is_terminal:  # quiet; logs and pipes get the summary only
         yield lambda _done: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),

@@ -12,7 +12,7 @@ from rich.text import Text
 from infersize.core.engine_constants import VLLM_ENTRYPOINTS
 from infersize.core.speedup import get_speedup_model
 from infersize.service.spec_result import SideResult, SpecResult
-from infersize.show.terminal import ASCII_FALLBACK
+from infersize.show.streams import ASCII_FALLBACK
 
 UNITS = {"gib": (2**30, "GiB"), "gb": (1e9, "GB")}
 TITLE = "SPECULATIVE DECODING JOINT SIZER & {model}"
