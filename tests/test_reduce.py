@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infersize.sweep import reduce
 from infersize.sweep.reduce import codes, pareto_front, top_n
 
 rows = st.lists(
@@ -50,3 +53,28 @@ def test_top_n_keeps_the_best_n_per_group(data, n):
 
 def test_codes_sort_like_the_keys():
     assert codes([("b", 2), ("a", 9), ("b", 1), ("a", 9)]).tolist() == [2, 0, 1, 0]
+
+
+def _pareto_by_lexsort(group, memory, speedup):
+    """The frontier as three lexsort passes and np.unique's ranks find it."""
+    order = np.lexsort((-speedup, memory, group))
+    _, rank = np.unique(speedup[order], return_inverse=True)
+    key = group[order].astype(np.int64) * (int(rank.max()) + 1) + rank
+    best_before = np.concatenate(([-1], np.maximum.accumulate(key)[:-1]))
+    return order[key > best_before]
+
+
+awkward = st.sampled_from([0.0, -0.0, 1.0, 2.5, np.nan, np.inf])
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), awkward, awkward), min_size=1, max_size=60),
+    st.sampled_from([reduce.PACKED_LIMIT, 1]),  # 1: ranks never fit, lexsort itself sorts
+)
+def test_pareto_front_orders_ties_nan_and_signed_zeros_as_lexsort_does(data, limit):
+    group = np.array([r[0] for r in data], dtype=np.int64) * 1000  # sparse group ids
+    memory = np.array([r[1] for r in data])
+    speed = np.array([r[2] for r in data])
+    expected = _pareto_by_lexsort(group, memory, speed)
+    with patch.object(reduce, "PACKED_LIMIT", limit):
+        assert pareto_front(group, memory, speed).tolist() == expected.tolist()
