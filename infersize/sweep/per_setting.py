@@ -7,6 +7,7 @@ are being built, recognised by identity), each as an Arrow array or a numpy arra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,7 @@ from infersize.sweep.arrow_types import ARROW_TYPES
 from infersize.sweep.columns import IDENTITY, SETTING_COLUMNS
 from infersize.sweep.reduce import codes
 from infersize.sweep.score import ChunkTask
+from infersize.sweep.settings import Setting
 
 # the identity columns of a decode table's rows, each the value of the row's setting
 IDENTITY_COLUMNS = (
@@ -55,22 +57,34 @@ def _text(values: list[object]) -> pa.Array:
 def _identity(task: ChunkTask) -> dict[str, pa.Array]:
     settings = task.settings
     catalog = load_catalog(tuple(task.scoring.catalog_files))
+    names = (*SETTING_COLUMNS, "support", "alpha_source")
+    columns = dict(zip(names, zip(*map(attrgetter(*names), settings), strict=True), strict=True))
     out = {}
     for name in SETTING_COLUMNS:
-        values = [getattr(x, name) for x in settings]
+        values = list(columns[name])
         if IDENTITY[name].kind == "int":
             out[name] = pa.array(np.asarray(values, dtype=np.int64))
         else:
             out[name] = _text(values)
-    gpu_names = {gpu: catalog.gpu(gpu).name for gpu in {x.gpu for x in settings}}
+    gpu_names = {gpu: catalog.gpu(gpu).name for gpu in set(columns["gpu"])}
     return {
         **out,
-        "gpu_name": _text([gpu_names[x.gpu] for x in settings]),
+        "gpu_name": _text([gpu_names[gpu] for gpu in columns["gpu"]]),
         "engine": _text([task.scoring.engine.engine] * len(settings)),
         "speedup_model": _text([task.scoring.speedup_model] * len(settings)),
-        "support": _text([x.support for x in settings]),
-        "acceptance_source": _text([x.alpha_source for x in settings]),
+        "support": _text(list(columns["support"])),
+        "acceptance_source": _text(list(columns["alpha_source"])),
     }
+
+
+def _alpha_text(settings: tuple[Setting, ...]) -> pa.Array:
+    """a=… for each setting's α in each scenario, each pair's α (one tuple its settings
+    share) formatted once."""
+    words: dict[int, list[str]] = {}
+    for x in settings:
+        if id(x.alphas) not in words:
+            words[id(x.alphas)] = [f"a={a:g}" for a in x.alphas]
+    return pa.array([word for x in settings for word in words[id(x.alphas)]], pa.string())
 
 
 def _compute(task: ChunkTask) -> PerSetting:
@@ -94,7 +108,7 @@ def _compute(task: ChunkTask) -> PerSetting:
         num_experts=np.asarray([m.num_experts or 0 for m in models], dtype=np.float64),
         experts_per_token=np.asarray([m.num_experts_per_tok or 0 for m in models], np.float64),
         cell_prefix=pa.array(prefixes, pa.string()),
-        alpha_text=pa.array([f"a={a:g}" for x in settings for a in x.alphas], pa.string()),
+        alpha_text=_alpha_text(settings),
         outer=codes([(x.gpu, x.target) for x in settings]),
         frontier_inner=codes(
             [(x.gpu, x.target, x.tp, x.target_quant, x.kv_dtype) for x in settings]
