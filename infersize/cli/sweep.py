@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import shlex
 import sys
@@ -117,7 +118,8 @@ def run(
 ) -> None:
     """Score every cell of the grid and write frontier and best-pair tables."""
     _check_run_options(jobs, backend, scheduler)
-    with _interruptible(file, out):  # every phase: workers start while the plan is built
+    # every phase interruptible: workers start while the plan is built
+    with _interruptible(file, out), _lasting_objects_frozen():
         _run(file, out, jobs, backend, scheduler, resume, cells, max_cells, quiet)
 
 
@@ -132,7 +134,11 @@ def _run(
     max_cells: int | None,
     quiet: bool,
 ) -> None:
+    from infersize.sweep.workers import keep_freed_memory
+
+    keep_freed_memory()  # as the workers do: a chunk's arrays reuse the previous chunk's memory
     config, plan = _plan(file, max_cells, jobs if backend == "loky" else 1)
+    gc.freeze()  # the plan lives as long as the run
     out_dir = output_folder(out, config.output.dir, config.name)
     if not plan.chunks:
         skipped = "; ".join(f"skipped {n:,} {reason}" for reason, n in plan.skipped.items())
@@ -299,6 +305,18 @@ def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
         raise InfersizeError(f"--backend must be loky or dask, got '{backend}'")
     if scheduler is not None and backend != "dask":
         raise InfersizeError("--scheduler needs --backend dask")
+
+
+@contextmanager
+def _lasting_objects_frozen() -> Iterator[None]:
+    """What the process holds when the run starts (its imports), and then the plan, outlive
+    the run: frozen, the collector's full passes during the run (one in the plan, one in the
+    first chunk's tables) no longer walk them. Collectable again afterwards."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _stderr_console() -> Console:

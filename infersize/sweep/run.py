@@ -50,7 +50,6 @@ from infersize.sweep.store.generations import Generation
 from infersize.sweep.upgrade import TABLES_SCHEMA
 from infersize.sweep.workers import (
     jobs_for,
-    keep_freed_memory,
     loky_workers,
     release_workers,
     share_out,
@@ -123,7 +122,6 @@ def _execute(
     if not tasks:
         return
     if backend != "dask":
-        keep_freed_memory()  # this process scores chunks too
         simulator = any(task.capacity is not None for task in tasks)
         pool = loky_workers(jobs - 1, simulator) if jobs > 1 else None
         yield from share_out(tasks, partial(run_chunk, where=where), pool, jobs - 1)

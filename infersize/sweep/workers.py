@@ -95,11 +95,12 @@ KEPT_HEAP_BYTES = 2**30
 
 
 def keep_freed_memory() -> None:
-    """Let a process that scores chunks reuse the memory of one chunk's arrays for the next's:
-    glibc gives a freed block over 128 KiB (a chunk's arrays) back to the system, and the next
-    chunk's arrays fault the same pages in again, most of a --jobs 1 fleet run's system time.
-    Blocks up to 32 MiB now come from the heap, which is trimmed only past 1 GiB free; the
-    peak memory is the same. Where the C library is not glibc, nothing changes."""
+    """Let a process that scores chunks (a worker, or the main process of `infersize sweep
+    run`) reuse the memory of one chunk's arrays for the next's: glibc gives a freed block over
+    128 KiB back to the system, and the next chunk's arrays fault the same pages in again, most
+    of a --jobs 1 fleet run's system time. Blocks up to 32 MiB now come from the heap, which is
+    trimmed only past 1 GiB free; the peak memory is the same. Where the C library is not
+    glibc, nothing changes."""
     import ctypes
 
     try:
