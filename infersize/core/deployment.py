@@ -201,8 +201,11 @@ def deployment_numbers(
     gpu: Gpu,
     price_usd_per_hour: float | None = None,
     engine: Engine | None = None,
+    limits: Profile | None = None,
 ) -> DeploymentNumbers:
-    profile = None if engine is None else scheduler_limits(engine, gpu)
+    """`limits`: scheduler_limits(engine, gpu) where the caller has it already (a sweep asks
+    once per GPU for thousands of deployments)."""
+    profile = limits if limits is not None or engine is None else scheduler_limits(engine, gpu)
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else _with_shared_head(draft, target),

@@ -10,7 +10,14 @@ import numpy as np
 
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
-from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, select, stack
+from infersize.core.deployment import (
+    DeploymentNumbers,
+    Side,
+    deployment_numbers,
+    scheduler_limits,
+    select,
+    stack,
+)
 from infersize.core.engines import Engine, configure_engine
 from infersize.core.evaluate import Evaluation, Grid, Point, evaluate
 from infersize.core.limits import crossover_batch
@@ -57,8 +64,9 @@ class Scored:
 
 def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[DeploymentNumbers]:
     """Each setting's deployment numbers (sides shared between settings resolved once, and
-    each GPU and KV dtype looked up once)."""
+    each GPU, its scheduler limits and each KV dtype looked up once)."""
     gpus = {name: catalog.gpu(name) for name in {s.gpu for s in task.settings}}
+    limits = {name: scheduler_limits(engine, gpu) for name, gpu in gpus.items()}
     kvs = {name: catalog.kv_dtype(name) for name in {s.kv_dtype for s in task.settings}}
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
@@ -85,6 +93,7 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
             gpus[s.gpu],
             s.price_usd_per_hour,
             engine,
+            limits[s.gpu],
         )
         for s in task.settings
     ]
