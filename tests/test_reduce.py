@@ -78,3 +78,27 @@ def test_pareto_front_orders_ties_nan_and_signed_zeros_as_lexsort_does(data, lim
     expected = _pareto_by_lexsort(group, memory, speed)
     with patch.object(reduce, "PACKED_LIMIT", limit):
         assert pareto_front(group, memory, speed).tolist() == expected.tolist()
+
+
+def _top_n_by_lexsort(group, keys, n):
+    """Every row sorted by every key, then the first n of each group."""
+    order = np.lexsort((*reversed(keys), group))
+    sorted_group = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_group[1:] != sorted_group[:-1])))
+    position = np.arange(order.size) - np.repeat(starts, np.diff(np.append(starts, order.size)))
+    return order[position < n], position[position < n] + 1
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), awkward, awkward, awkward), min_size=1, max_size=60),
+    st.integers(1, 4),
+    st.sampled_from([reduce.PACKED_LIMIT, 1]),  # 1: every row contends
+)
+def test_top_n_equals_sorting_every_row_by_every_key(data, n, limit):
+    group = np.array([r[0] for r in data], dtype=np.int64) * 1000
+    keys = tuple(np.array([r[i] for r in data]) for i in (1, 2, 3))
+    expected, expected_rank = _top_n_by_lexsort(group, keys, n)
+    with patch.object(reduce, "PACKED_LIMIT", limit):
+        picked, rank = top_n(group, keys, n)
+    assert picked.tolist() == expected.tolist()
+    assert rank.tolist() == expected_rank.tolist()

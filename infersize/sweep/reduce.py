@@ -65,15 +65,34 @@ def top_n(
     group: IntArray, sort_keys: tuple[FloatArray | IntArray, ...], n: int
 ) -> tuple[IntArray, IntArray]:
     """The first `n` rows of each group under `sort_keys` (most significant first; rows equal
-    in all of them keep their order), and their 1-based rank."""
+    in all of them keep their order), and their 1-based rank. Only the rows that can be among
+    the first n (_contenders) are sorted by every key."""
     if group.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.lexsort((*reversed(sort_keys), group))
+    rows = _contenders(group, sort_keys[0], n)
+    keys = tuple(key[rows] for key in reversed(sort_keys))
+    order = rows[np.lexsort((*keys, group[rows]))]
     sorted_group = group[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_group[1:] != sorted_group[:-1])))
     position = np.arange(order.size) - np.repeat(starts, np.diff(np.append(starts, order.size)))
     keep = position < n
     return order[keep], position[keep] + 1
+
+
+def _contenders(group: IntArray, first: FloatArray | IntArray, n: int) -> IntArray:
+    """The rows, in their order, whose first key is no later than the n-th of their group's in
+    that key's order (rows tied with it included: the later keys rank them): every row that
+    can be among the first n. All rows where the packed ranks would not fit."""
+    ranks, n_firsts = dense_rank(first)
+    groups, n_groups = dense_rank(group)
+    if n_groups * n_firsts >= PACKED_LIMIT:
+        return np.arange(group.size)
+    order = np.argsort(groups * n_firsts + ranks)
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
+    sizes = np.diff(np.append(starts, group.size))
+    nth = starts + np.minimum(sizes, n) - 1
+    return np.sort(order[ranks[order] <= np.repeat(ranks[order[nth]], sizes)])
 
 
 def codes(keys: Sequence[tuple[Any, ...]]) -> IntArray:
