@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infersize.sweep import reduce
-from infersize.sweep.reduce import codes, pareto_front, top_n
+from infersize.sweep.reduce import codes, first_least, pareto_front, top_n
 
 rows = st.lists(
     st.tuples(
@@ -102,3 +102,13 @@ def test_top_n_equals_sorting_every_row_by_every_key(data, n, limit):
         picked, rank = top_n(group, keys, n)
     assert picked.tolist() == expected.tolist()
     assert rank.tolist() == expected_rank.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), awkward), min_size=1, max_size=60))
+def test_first_least_is_each_groups_first_row_in_lexsort_order(data):
+    group = np.array([r[0] for r in data], dtype=np.int64)
+    group = np.unique(group, return_inverse=True)[1]  # dense codes, as coverage has them
+    values = np.array([r[1] for r in data])
+    order = np.lexsort((values, group))
+    expected = order[np.concatenate(([True], group[order][1:] != group[order][:-1]))]
+    assert first_least(group, values).tolist() == expected.tolist()

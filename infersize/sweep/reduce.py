@@ -95,6 +95,21 @@ def _contenders(group: IntArray, first: FloatArray | IntArray, n: int) -> IntArr
     return np.sort(order[ranks[order] <= np.repeat(ranks[order[nth]], sizes)])
 
 
+def first_least(group: IntArray, values: FloatArray) -> IntArray:
+    """Per group, by group code (0 to the largest, each present), the first row of its least
+    value (NaN after every number): np.lexsort((values, group))'s first row of each group,
+    without a sort."""
+    n_groups = int(group.max()) + 1
+    least = np.full(n_groups, np.nan)
+    np.fmin.at(least, group, values)  # NaN where all are NaN
+    lowest = least[group]
+    at_least = (values == lowest) | (np.isnan(values) & np.isnan(lowest))
+    rows = np.flatnonzero(at_least)
+    first = np.full(n_groups, group.size, dtype=np.int64)
+    np.minimum.at(first, group[rows], rows)
+    return first
+
+
 def codes(keys: Sequence[tuple[Any, ...]]) -> IntArray:
     """Dense integer codes that sort like the keys."""
     distinct = {key: i for i, key in enumerate(sorted(set(keys)))}

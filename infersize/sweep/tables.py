@@ -25,7 +25,7 @@ from infersize.sweep.columns import (
     table_columns,
 )
 from infersize.sweep.per_setting import IDENTITY_COLUMNS, PerSetting, per_setting
-from infersize.sweep.reduce import pareto_front, top_n
+from infersize.sweep.reduce import first_least, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
 
 if TYPE_CHECKING:
@@ -207,8 +207,7 @@ def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
     share = scored.columns["share_of_budget"]
     setting = per_setting(task)
     outer = setting.outer[scored.setting]
-    order = np.lexsort((share, outer))  # stable: of equal shares, the first row
-    first = order[np.concatenate(([True], outer[order][1:] != outer[order][:-1]))]
+    first = first_least(outer, share)  # codes are dense: every (GPU, target) has rows
     shape = _shape(task)
     s, c, b, _ = np.unravel_index(first, shape)
     closest = _taken(setting, ("gpu", "target", "tp", *CLOSEST), s)
