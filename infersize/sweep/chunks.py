@@ -91,7 +91,9 @@ def _table_writer(table: pa.Table, name: str) -> Callable[[BinaryIO], None]:
 
     def write(handle: BinaryIO) -> None:
         if name.endswith(".arrow"):
-            options = pa.ipc.IpcWriteOptions(compression="lz4")
+            # compressed here: with one CPU (run_chunk), handing each buffer to Arrow's pool
+            # only adds a thread switch per buffer
+            options = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
             with pa.ipc.new_file(handle, table.schema, options=options) as writer:
                 writer.write_table(table)
         else:
