@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import shlex
 import sys
@@ -117,7 +118,8 @@ def run(
 ) -> None:
     """Score every cell of the grid and write frontier and best-pair tables."""
     _check_run_options(jobs, backend, scheduler)
-    with _interruptible(file, out):  # every phase: workers start while the plan is built
+    # every phase interruptible: workers start while the plan is built
+    with _interruptible(file, out), _lasting_objects_frozen():
         _run(file, out, jobs, backend, scheduler, resume, cells, max_cells, quiet)
 
 
@@ -132,17 +134,20 @@ def _run(
     max_cells: int | None,
     quiet: bool,
 ) -> None:
+    from infersize.sweep.workers import keep_freed_memory
+
+    keep_freed_memory()  # as the workers do: a chunk's arrays reuse the previous chunk's memory
     config, plan = _plan(file, max_cells, jobs if backend == "loky" else 1)
+    gc.freeze()  # the plan lives as long as the run
     out_dir = output_folder(out, config.output.dir, config.name)
     if not plan.chunks:
         skipped = "; ".join(f"skipped {n:,} {reason}" for reason, n in plan.skipped.items())
         raise InfersizeError(f"{file}: no cell to score ({skipped or 'an empty grid'})")
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
-    from infersize.show.terminal import console
     from infersize.sweep.run import RunOptions, run_sweep
 
-    err = console(stderr=True, quiet=quiet)
+    err = None if quiet else _stderr_console()  # quiet: the terminal library is not loaded
     options = RunOptions(
         jobs=jobs,
         backend=backend,
@@ -158,7 +163,7 @@ def _run(
     )
     with _progress(err, len(plan.chunks), what) as advance:
         manifest = run_sweep(plan, out_dir, options, on_chunk=advance)
-    if not quiet:
+    if err is not None:
         _summary(err, manifest, out_dir)
     typer.echo(str(out_dir))
 
@@ -303,12 +308,32 @@ def _check_run_options(jobs: int, backend: str, scheduler: str | None) -> None:
 
 
 @contextmanager
-def _progress(err: Console, n_chunks: int, what: str) -> Iterator[Callable[[ChunkDone], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+def _lasting_objects_frozen() -> Iterator[None]:
+    """What the process holds when the run starts (its imports), and then the plan, outlive
+    the run: frozen, the collector's full passes during the run (one in the plan, one in the
+    first chunk's tables) no longer walk them. Collectable again afterwards."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
-    if not err.is_terminal or err.quiet:  # logs and pipes get the summary only
+
+def _stderr_console() -> Console:
+    from infersize.show.terminal import console
+
+    return console(stderr=True)
+
+
+@contextmanager
+def _progress(
+    err: Console | None, n_chunks: int, what: str
+) -> Iterator[Callable[[ChunkDone], None]]:
+    if err is None or not err.is_terminal:  # quiet; logs and pipes get the summary only
         yield lambda _done: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),

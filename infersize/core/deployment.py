@@ -201,8 +201,11 @@ def deployment_numbers(
     gpu: Gpu,
     price_usd_per_hour: float | None = None,
     engine: Engine | None = None,
+    limits: Profile | None = None,
 ) -> DeploymentNumbers:
-    profile = None if engine is None else scheduler_limits(engine, gpu)
+    """`limits`: scheduler_limits(engine, gpu) where the caller has it already (a sweep asks
+    once per GPU for thousands of deployments)."""
+    profile = limits if limits is not None or engine is None else scheduler_limits(engine, gpu)
     return DeploymentNumbers(
         target=target.numbers,
         draft=None if draft is None else _with_shared_head(draft, target),
@@ -298,8 +301,15 @@ def select(record: T, index: np.ndarray) -> T:
 
 def stack(items: Sequence[T], ndim: int) -> T:
     """One dataclass like items[0] whose numeric fields are arrays of shape (len(items), 1, ...),
-    `ndim` dimensions in all, so they broadcast against the grid axes that follow."""
+    `ndim` dimensions in all, so they broadcast against the grid axes that follow. Items that
+    are one object (a side shared by many deployments) are read once and their values
+    repeated."""
     first: Any = items[0]
+    position: dict[int, int] = {}
+    index = np.fromiter((position.setdefault(id(x), len(position)) for x in items), np.int64)
+    if len(position) < len(items):
+        unique = list({id(x): x for x in items}.values())
+        return _repeated(stack(unique, ndim), index)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(first):
         column = [getattr(item, f.name) for item in items]
@@ -310,4 +320,18 @@ def stack(items: Sequence[T], ndim: int) -> T:
         else:
             values[f.name] = np.asarray(column, dtype=np.float64).reshape((-1,) + (1,) * (ndim - 1))
     result: T = type(first)(**values)
+    return result
+
+
+def _repeated(record: T, index: np.ndarray) -> T:
+    """A stacked record's values at `index` along the first axis (nested records too)."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        if dataclasses.is_dataclass(value):
+            value = _repeated(value, index)
+        elif isinstance(value, np.ndarray):
+            value = value[index]
+        values[f.name] = value
+    result: T = type(record)(**values)
     return result

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
+from dataclasses import asdict, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -44,6 +44,10 @@ class ChunkDone:
     cells: int
     seconds: float
     rows: dict[str, int]
+    # the parts themselves, when the run's own process scored the chunk: the merge appends
+    # them as they are instead of reading back the files just written (a worker's come back
+    # as files only)
+    parts: dict[str, pa.Table] | None = field(default=None, compare=False, repr=False)
 
 
 @record(kw_only=False)
@@ -88,7 +92,9 @@ def _table_writer(table: pa.Table, name: str) -> Callable[[BinaryIO], None]:
 
     def write(handle: BinaryIO) -> None:
         if name.endswith(".arrow"):
-            options = pa.ipc.IpcWriteOptions(compression="lz4")
+            # compressed here: with one CPU (run_chunk), handing each buffer to Arrow's pool
+            # only adds a thread switch per buffer
+            options = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
             with pa.ipc.new_file(handle, table.schema, options=options) as writer:
                 writer.write_table(table)
         else:
@@ -130,8 +136,9 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     )
     _check_alive(where)
     with where.generation.open("parts", "done") as folder, where.generation.open("tmp") as tmp:
-        walk.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(asdict(done)))
-    return done
+        marker = {k: v for k, v in asdict(done).items() if k != "parts"}
+        walk.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(marker))
+    return replace(done, parts=tables) if os.getpid() == where.main_pid else done
 
 
 def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import product
+from operator import attrgetter
 from typing import Any
 
 from infersize.catalog.records import Model
@@ -84,6 +85,7 @@ def expand_settings(
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
         target_limit = model_of(catalog, pair.target).max_position_embeddings
+        draft_limit = max_context_tokens(drafter)
         for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
             sides = {
                 "target": (t_q, catalog.support(t_q, device, family)),
@@ -106,7 +108,7 @@ def expand_settings(
                     draft_quant=d_q,
                     price_usd_per_hour=gpu.price_usd_per_hour,
                     target_max_context_tokens=target_limit,
-                    draft_max_context_tokens=max_context_tokens(drafter),
+                    draft_max_context_tokens=draft_limit,
                     alphas=pair.alphas,
                     alpha_source=pair.alpha_source,
                     support=support,
@@ -117,7 +119,7 @@ def expand_settings(
                 )
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
-    return tuple(sorted(settings, key=lambda s: tuple(getattr(s, f) for f in order)))
+    return tuple(sorted(settings, key=attrgetter(*order)))
 
 
 def _draft_quants(drafter: Model, asked: list[str]) -> list[str]:

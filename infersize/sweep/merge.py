@@ -139,6 +139,7 @@ class TableMerge:
         self.n_chunks = n_chunks
         self.formats = formats
         self.finished: set[int] = set()
+        self.held: dict[int, dict[str, pa.Table]] = {}  # parts in memory, until appended
         self.next_index = 0
         self.streamed: dict[str, _StreamedTable] = {}
         self.folders = ExitStack()
@@ -156,12 +157,19 @@ class TableMerge:
             self.abandon()
             raise
 
-    def chunk_done(self, index: int) -> None:
-        """Append every part now next in chunk order."""
+    def chunk_done(self, index: int, parts: dict[str, pa.Table] | None = None) -> None:
+        """Append every part now next in chunk order: `parts` (the chunk's, in memory) or the
+        files."""
         self.finished.add(index)
+        if parts is not None:
+            self.held[index] = parts
         while self.next_index in self.finished:
+            held = self.held.pop(self.next_index, None)
             for name, stream in self.streamed.items():
-                stream.append(read_part(self.parts[name], part_name(self.next_index)))
+                if held is None:
+                    stream.append(read_part(self.parts[name], part_name(self.next_index)))
+                else:
+                    stream.append(held[name])
             self.next_index += 1
 
     def finish(self) -> dict[str, int]:

@@ -311,7 +311,7 @@ def _run_locked(
         for index in sorted(done):
             merge.chunk_done(index)
         for finished in _execute(tasks, where, jobs, options.backend, options.scheduler):
-            merge.chunk_done(finished.index)
+            merge.chunk_done(finished.index, finished.parts)
             if on_chunk:
                 on_chunk(finished)
         score_s = time.perf_counter() - score_start

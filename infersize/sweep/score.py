@@ -10,7 +10,14 @@ import numpy as np
 
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray, floats
-from infersize.core.deployment import DeploymentNumbers, Side, deployment_numbers, select, stack
+from infersize.core.deployment import (
+    DeploymentNumbers,
+    Side,
+    deployment_numbers,
+    scheduler_limits,
+    select,
+    stack,
+)
 from infersize.core.engines import Engine, configure_engine
 from infersize.core.evaluate import Evaluation, Grid, Point, evaluate
 from infersize.core.limits import crossover_batch
@@ -57,31 +64,37 @@ class Scored:
 
 
 def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[DeploymentNumbers]:
-    """Each setting's deployment numbers (sides shared between settings resolved once)."""
+    """Each setting's deployment numbers (sides shared between settings resolved once, and
+    each GPU, its scheduler limits and each KV dtype looked up once)."""
+    gpus = {name: catalog.gpu(name) for name in {s.gpu for s in task.settings}}
+    limits = {name: scheduler_limits(engine, gpu) for name, gpu in gpus.items()}
+    kvs = {name: catalog.kv_dtype(name) for name in {s.kv_dtype for s in task.settings}}
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
         key = (model, quant, kv, gpu, tp)
-        if key not in cache:
-            cache[key] = resolve_side(
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = resolve_side(
                 model,
                 quant,
                 catalog,
-                catalog.kv_dtype(kv),
-                catalog.gpu(gpu),
+                kvs[kv],
+                gpus[gpu],
                 tp,
                 engine.support_family,
                 engine.dp_attention and tp > 1,
             )[0]
-        return cache[key]
+        return found
 
     return [
         deployment_numbers(
             side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp),
             side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, s.tp if engine.draft_shares_tp else 1),
-            catalog.gpu(s.gpu),
+            gpus[s.gpu],
             s.price_usd_per_hour,
             engine,
+            limits[s.gpu],
         )
         for s in task.settings
     ]
@@ -163,7 +176,9 @@ def _tree(how: Scoring) -> Tree:
 class _Crossover:
     """The crossover batch of a chunk's rows: the smallest batch at which speculation at the
     row's α (or profile) and K stops paying, by the sweep's speedup model. A ladder of step
-    times per row, so only for rows that reach a table, and once per row however many do."""
+    times per row, so only for rows that reach a table, and once per (setting, context,
+    scenario, K) however many rows have it (the batch is the ladder's: rows that differ only
+    in batch and have the same best K share it) and however many tables ask."""
 
     def __init__(
         self,
@@ -179,14 +194,20 @@ class _Crossover:
     ) -> None:
         self.task, self.dep, self.engine, self.model = task, dep, engine, model
         self.shape, self.rates, self.k, self.tree = shape, rates, k, tree
-        self.known = np.full(k.size, np.nan)
-        self.asked = np.zeros(k.size, dtype=np.bool_)
+        self.k_span = int(max(task.ks)) + 1  # K is 0 for the target alone
+        keys = shape[0] * shape[1] * shape[3] * self.k_span
+        self.known = np.full(keys, np.nan)
+        self.asked = np.zeros(keys, dtype=np.bool_)
 
     def __call__(self, picked: IntArray) -> FloatArray:
-        new = np.unique(picked[~self.asked[picked]])
+        s, c, _, a = np.unravel_index(picked, self.shape)
+        key: IntArray = ((s * self.shape[1] + c) * self.shape[3] + a) * self.k_span
+        key += self.k[picked].astype(np.int64)
+        fresh = ~self.asked[key]
+        new, first = np.unique(key[fresh], return_index=True)
         if new.size:  # a chunk whose rows are all beyond context or never fit asks for none
-            self.known[new], self.asked[new] = self._batches(new), True
-        return self.known[picked]
+            self.known[new], self.asked[new] = self._batches(picked[fresh][first]), True
+        return self.known[key]
 
     def _batches(self, rows: IntArray) -> FloatArray:
         s, c, _, a = np.unravel_index(rows, self.shape)

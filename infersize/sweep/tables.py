@@ -1,6 +1,6 @@
 """Arrow tables of a scored chunk: frontier and best-pair rows (and the optional cells), with
-units in the column names. Built from numpy columns plus per-setting strings (dictionary-encoded,
-then cast to plain strings so every BI tool reads them)."""
+units in the column names. Built from numpy columns plus the chunk's values per setting
+(sweep/per_setting.py), which each row takes by its setting index."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from infersize.catalog.store import load_catalog
 from infersize.core.arrays import BoolArray, FloatArray, IntArray
 from infersize.core.confidence import decode_confidence
 from infersize.core.memory import verdict
@@ -22,25 +21,15 @@ from infersize.sweep.columns import (
     BY_NAME,
     COLUMNS,
     COVERAGE_COLUMNS,
-    IDENTITY,
-    SETTING_COLUMNS,
     Column,
     table_columns,
 )
-from infersize.sweep.reduce import codes, pareto_front, top_n
+from infersize.sweep.per_setting import IDENTITY_COLUMNS, PerSetting, per_setting
+from infersize.sweep.reduce import first_least, pareto_front, top_n
 from infersize.sweep.score import ChunkTask, Scored
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from infersize.sweep.settings import Setting
-
-
-def _per_setting(values: Sequence[object], setting: IntArray) -> pa.Array:
-    """A string column from one value per setting and the row → setting index."""
-    return pa.DictionaryArray.from_arrays(
-        pa.array(setting.astype(np.int32)), pa.array([str(v) for v in values])
-    ).cast(pa.string())
 
 
 def _float(values: FloatArray) -> pa.Array:
@@ -48,102 +37,64 @@ def _float(values: FloatArray) -> pa.Array:
     return pa.array(values, mask=~np.isfinite(values))
 
 
-def _setting_columns(
-    settings: Sequence[Setting], s: IntArray, names: Sequence[str] = SETTING_COLUMNS
-) -> dict[str, pa.Array]:
-    """The identity columns that are a Setting's attributes, for the rows whose settings are
-    `s`: whole numbers as integers, the rest as text."""
-    out = {}
-    for name in names:
-        values = [getattr(x, name) for x in settings]
-        if IDENTITY[name].kind == "int":
-            out[name] = pa.array(np.asarray(values, dtype=np.int64)[s])
-        else:
-            out[name] = _per_setting(values, s)
-    return out
+def _taken(values: PerSetting, names: Sequence[str], s: IntArray) -> dict[str, pa.Array]:
+    """The identity columns `names` of the rows whose settings are `s`."""
+    index = pa.array(s)
+    return {name: values.identity[name].take(index) for name in names}
 
 
-def _identity(task: ChunkTask, s: IntArray) -> dict[str, pa.Array]:
-    """The per-setting string and integer columns of the rows whose settings are `s`."""
-    settings = task.settings
-    catalog = load_catalog(tuple(task.scoring.catalog_files))
-    return {
-        **_setting_columns(settings, s),
-        "gpu_name": _per_setting([catalog.gpu(x.gpu).name for x in settings], s),
-        "engine": _per_setting([task.scoring.engine.engine] * len(settings), s),
-        "speedup_model": _per_setting([task.scoring.speedup_model] * len(settings), s),
-        "support": _per_setting([x.support for x in settings], s),
-        "acceptance_source": _per_setting([x.alpha_source for x in settings], s),
-    }
-
-
-def _context_limits(task: ChunkTask) -> tuple[IntArray, FloatArray]:
-    """Per setting: the target's max context, and the draft's (NaN for heads and n-gram
-    lookup, whose positions are the target's)."""
-    target = [x.target_max_context_tokens for x in task.settings]
-    draft = [x.draft_max_context_tokens for x in task.settings]
-    return (
-        np.asarray(target, dtype=np.int64),
-        np.asarray([np.nan if d is None else d for d in draft], dtype=np.float64),
-    )
+def _shape(task: ChunkTask) -> tuple[int, int, int, int]:
+    """A chunk's rows: (setting, context, batch, scenario), in this order."""
+    return (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
 
 
 def within_max_context(task: ChunkTask, rows: IntArray) -> BoolArray:
     """Whether each row's context is one its target and draft hold."""
-    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
-    s, c, _, _ = np.unravel_index(rows, shape)
-    target, draft = _context_limits(task)
-    limit = np.fmin(target.astype(np.float64), draft)
-    return np.asarray(task.contexts, dtype=np.float64)[c] <= limit[s]
+    s, c, _, _ = np.unravel_index(rows, _shape(task))
+    return np.asarray(task.contexts, dtype=np.float64)[c] <= per_setting(task).limit[s]
+
+
+def _within_every_row(task: ChunkTask) -> BoolArray:
+    """within_max_context of every row of the chunk, in row order."""
+    held = np.asarray(task.contexts, dtype=np.float64)[None, :] <= per_setting(task).limit[:, None]
+    return np.broadcast_to(held[:, :, None, None], _shape(task)).ravel()
 
 
 def _confidence(task: ChunkTask, s: IntArray, b: IntArray) -> pa.Array:
     """`spec`'s confidence rule (core/confidence.py) for each row's target and batch."""
-    catalog = load_catalog(tuple(task.scoring.catalog_files))
-    models = [catalog.model(x.target) for x in task.settings]
-    experts = np.asarray([m.num_experts or 0 for m in models], dtype=np.float64)
-    per_token = np.asarray([m.num_experts_per_tok or 0 for m in models], dtype=np.float64)
+    values = per_setting(task)
     batch = np.asarray(task.batches, dtype=np.float64)[b]
-    return pa.array(decode_confidence(experts[s], per_token[s], batch), pa.string())
+    confidence = decode_confidence(values.num_experts[s], values.experts_per_token[s], batch)
+    return pa.array(confidence, pa.string())
 
 
 def _cell_key(task: ChunkTask, s: IntArray, c: IntArray, b: IntArray, a: IntArray) -> pa.Array:
     """gpu|tp|target@quant|draft@quant|kv=…|ctx=…|b=…|a=… (α of the row's scenario)."""
-    prefix = _per_setting(
-        [
-            f"{x.gpu}|tp{x.tp}|{x.target}@{x.target_quant}|{x.draft}@"
-            f"{x.draft_quant}|kv={x.kv_dtype}"
-            for x in task.settings
-        ],
-        s,
-    )
+    values = per_setting(task)
     grid = c * len(task.batches) + b
     middle = pa.DictionaryArray.from_arrays(
         pa.array(grid.astype(np.int32)),
         pa.array([f"ctx={cc}|b={bb}" for cc in task.contexts for bb in task.batches]),
     ).cast(pa.string())
-    alphas = pa.DictionaryArray.from_arrays(
-        pa.array((s * task.scenarios + a).astype(np.int32)),
-        pa.array([f"a={alpha:g}" for x in task.settings for alpha in x.alphas]),
-    ).cast(pa.string())
+    prefix = values.cell_prefix.take(pa.array(s))
+    alphas = values.alpha_text.take(pa.array(s * task.scenarios + a))
     return pc.binary_join_element_wise(prefix, middle, alphas, "|")
 
 
 def _rows_table(task: ChunkTask, scored: Scored, rows: IntArray, rank: IntArray | None) -> pa.Table:
-    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
+    shape = _shape(task)
     s, c, b, a = np.unravel_index(rows, shape)
-    alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
+    setting = per_setting(task)
     values = scored.columns
-    target_limit, draft_limit = _context_limits(task)
     columns = {
-        **_identity(task, s),
+        **_taken(setting, IDENTITY_COLUMNS, s),
         "context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
         "batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
         "acceptance_scenario": pa.array(a.astype(np.int64)),
-        "acceptance_rate": pa.array(alphas[s, a]),
+        "acceptance_rate": pa.array(setting.alphas[s, a]),
         "within_max_context": pa.array(within_max_context(task, rows)),
-        "target_max_context_tokens": pa.array(target_limit[s]),
-        "draft_max_context_tokens": _float(draft_limit[s]).cast(pa.int64()),
+        "target_max_context_tokens": pa.array(setting.target_limit[s]),
+        "draft_max_context_tokens": _float(setting.draft_limit[s]).cast(pa.int64()),
         "fits": pa.array(scored.valid[rows]),
         "verdict": pa.array(verdict(values["share_of_budget"][rows]), pa.string()),
         "confidence": _confidence(task, s, b),
@@ -171,34 +122,26 @@ def _number(name: str, values: FloatArray) -> pa.Array:
     return array.cast(pa.int64()) if column.kind == "int" else array
 
 
-def _groups(
-    task: ChunkTask, scored: Scored, inner: list[tuple[object, ...]] | None = None
-) -> IntArray:
+def _groups(task: ChunkTask, inner: IntArray | None = None) -> IntArray:
     """Dense group id per row, ordered by (gpu, target, context, batch, acceptance scenario
     [, inner key]): the order of the final tables, which chunk boundaries (whole (gpu, target)
     groups, then context and batch blocks) preserve when the parts are concatenated."""
-    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
-    _, c, b, _ = np.unravel_index(np.arange(scored.setting.size), shape)
-    outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
-    group = ((outer * shape[1] + c) * shape[2] + b) * shape[3] + scored.scenario
-    if inner is None:
-        return group
-    inner_codes = codes(inner)
-    return group * (int(inner_codes.max()) + 1) + inner_codes[scored.setting]
+    n_c, n_b, n_a = _shape(task)[1:]
+    outer = per_setting(task).outer.reshape(-1, 1, 1, 1)
+    c, b, a = np.arange(n_c)[:, None, None], np.arange(n_b)[:, None], np.arange(n_a)
+    group = ((outer * n_c + c) * n_b + b) * n_a + a
+    if inner is not None:
+        group = group * (int(inner.max()) + 1) + inner.reshape(-1, 1, 1, 1)
+    return group.ravel()
 
 
 def frontier_table(task: ChunkTask, scored: Scored) -> pa.Table:
     """Per (GPU, TP, target, target precision, KV dtype, context, batch, scenario): the drafts
     and draft precisions, each at its best K, not dominated in (combined memory ↓, speedup ↑)."""
-    s = task.settings
-    group = _groups(task, scored, [(x.gpu, x.target, x.tp, x.target_quant, x.kv_dtype) for x in s])
+    group = _groups(task, per_setting(task).frontier_inner)
     rows = np.flatnonzero(scored.valid)
     combined = scored.columns["combined_gib"]
-    front = rows[
-        pareto_front(
-            group[rows], combined[rows], scored.columns["speedup"][rows], scored.setting[rows]
-        )
-    ]
+    front = rows[pareto_front(group[rows], combined[rows], scored.columns["speedup"][rows])]
     return _rows_table(task, scored, front, None)
 
 
@@ -206,17 +149,19 @@ def best_table(task: ChunkTask, scored: Scored) -> pa.Table:
     """Per (GPU, target, context, batch, scenario): the top-N fitting options (TP, precisions, KV
     dtype, draft, best K) that speed decoding up at a context both models hold, ranked by the
     one rule (core/ranking.py). A group where no draft beats plain decoding has no best pair."""
-    group = _groups(task, scored)
+    group = _groups(task)
     speedup = scored.columns["speedup"]
-    within = within_max_context(task, np.arange(scored.setting.size))
+    within = _within_every_row(task)
     rows = np.flatnonzero(scored.valid & (speedup > 1.0) & within)
     keys = ranking_keys(*(scored.columns[name][rows] for name in RANKED_BY))
-    picked, rank = top_n(group[rows], (*keys, scored.setting[rows]), task.best_top_n)
+    picked, rank = top_n(group[rows], keys, task.best_top_n)  # ties: the lower setting
     return _rows_table(task, scored, rows[picked], rank)
 
 
 # the per-cell dataset's identity: partitioned by GPU, so without it
 CELL_SETTING_COLUMNS = ("tp", "target", "target_quant", "draft", "draft_quant", "kv_dtype")
+# the coverage table's closest row: these of its identity, as closest_<name>
+CLOSEST = ("target_quant", "draft", "draft_quant", "kv_dtype")
 
 
 def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
@@ -226,10 +171,8 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
         return {}
     s = cells["setting"].astype(np.int64)
     gpus = np.asarray([x.gpu for x in task.settings])
-    alphas = np.asarray([x.alphas for x in task.settings], dtype=np.float64)
+    setting = per_setting(task)
     scenario = cells["scenario"].astype(np.int64)
-    target_limit, draft_limit = _context_limits(task)
-    limit = np.fmin(target_limit.astype(np.float64), draft_limit)
     contexts = np.asarray(task.contexts)
     out = {}
     for gpu in sorted(set(gpus.tolist())):
@@ -237,12 +180,17 @@ def cells_tables(task: ChunkTask, scored: Scored) -> dict[str, pa.Table]:
         ss = s[keep]
         out[gpu] = pa.table(
             {
-                **_setting_columns(task.settings, ss, CELL_SETTING_COLUMNS),
+                **{  # as plain strings, as the cells dataset has always held them
+                    name: column.cast(pa.string()) if name != "tp" else column
+                    for name, column in _taken(setting, CELL_SETTING_COLUMNS, ss).items()
+                },
                 "context_length": pa.array(contexts[cells["context"][keep]]),
-                "within_max_context": pa.array(contexts[cells["context"][keep]] <= limit[ss]),
+                "within_max_context": pa.array(
+                    contexts[cells["context"][keep]] <= setting.limit[ss]
+                ),
                 "batch_size": pa.array(np.asarray(task.batches)[cells["batch"][keep]]),
                 "acceptance_scenario": pa.array(scenario[keep]),
-                "acceptance_rate": pa.array(alphas[ss, scenario[keep]]),
+                "acceptance_rate": pa.array(setting.alphas[ss, scenario[keep]]),
                 "draft_k": pa.array(cells["k"][keep].astype(np.int64)),
                 "speedup": pa.array(cells["speedup"][keep]),
                 "combined_gib": pa.array(cells["combined_gib"][keep]),
@@ -257,31 +205,28 @@ def coverage_table(task: ChunkTask, scored: Scored) -> pa.Table:
     context, and the row that needs the least memory for its budget (what came closest when
     nothing fits)."""
     share = scored.columns["share_of_budget"]
-    outer = codes([(x.gpu, x.target) for x in task.settings])[scored.setting]
-    order = np.lexsort((np.arange(share.size), share, outer))
-    first = order[np.concatenate(([True], outer[order][1:] != outer[order][:-1]))]
-    shape = (len(task.settings), len(task.contexts), len(task.batches), task.scenarios)
+    setting = per_setting(task)
+    outer = setting.outer[scored.setting]
+    first = first_least(outer, share)  # codes are dense: every (GPU, target) has rows
+    shape = _shape(task)
     s, c, b, _ = np.unravel_index(first, shape)
-    settings = task.settings
-    within = within_max_context(task, np.arange(share.size))
+    closest = _taken(setting, ("gpu", "target", "tp", *CLOSEST), s)
+    within = _within_every_row(task)
 
     def count(mask: BoolArray) -> IntArray:  # rows of each (GPU, target) where mask holds
         return np.bincount(outer, weights=mask)[outer[first]].astype(np.int64)
 
     columns = {
-        "gpu": _per_setting([x.gpu for x in settings], s),
-        "target": _per_setting([x.target for x in settings], s),
+        "gpu": closest["gpu"],
+        "target": closest["target"],
         "rows": pa.array(np.bincount(outer)[outer[first]].astype(np.int64)),
         "fitting_rows": pa.array(count(scored.valid)),
         "beyond_max_context_rows": pa.array(count(~within)),
         "fitting_within_max_context_rows": pa.array(count(scored.valid & within)),
-        "target_max_context_tokens": pa.array(_context_limits(task)[0][s]),
+        "target_max_context_tokens": pa.array(setting.target_limit[s]),
         "closest_share_of_budget": pa.array(share[first]),
-        "closest_tp": pa.array(np.asarray([x.tp for x in settings], dtype=np.int64)[s]),
-        "closest_target_quant": _per_setting([x.target_quant for x in settings], s),
-        "closest_draft": _per_setting([x.draft for x in settings], s),
-        "closest_draft_quant": _per_setting([x.draft_quant for x in settings], s),
-        "closest_kv_dtype": _per_setting([x.kv_dtype for x in settings], s),
+        "closest_tp": closest["tp"],
+        **{f"closest_{name}": closest[name] for name in CLOSEST},
         "closest_context_length": pa.array(np.asarray(task.contexts, dtype=np.int64)[c]),
         "closest_batch_size": pa.array(np.asarray(task.batches, dtype=np.int64)[b]),
     }
