@@ -6,7 +6,6 @@ are being built, recognised by identity), each as an Arrow array or a numpy arra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
@@ -14,6 +13,7 @@ import pyarrow as pa
 
 from infersize.catalog.store import load_catalog
 from infersize.core.arrays import FloatArray, IntArray
+from infersize.record import record
 from infersize.sweep.arrow_types import ARROW_TYPES
 from infersize.sweep.columns import IDENTITY, SETTING_COLUMNS
 from infersize.sweep.reduce import codes
@@ -31,7 +31,7 @@ IDENTITY_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PerSetting:
     """One value per setting of a chunk (one per setting and scenario for `alpha_text`)."""
 
