@@ -45,6 +45,7 @@ def commands(repeat: int) -> list[str]:
         "infersize bench",
         f"python benchmarks/capacity_bench.py --repeat {repeat}",
         "python benchmarks/capacity_sweep_bench.py",
+        "python benchmarks/capacity_sweep_bench.py --rows 100000 --skip-pair",
     ]
 
 
@@ -110,6 +111,23 @@ FIGURES = [
         r"capacity rows: ([\d,]+) \([\d,]+ answered by the simulator, (\d+%)\).*?\n--jobs 2: "
         r"([\d.]+ s)",
         "{2}: {0} rows, {1} simulated",
+    ),
+    (
+        "a capacity sweep of ≥ 100,000 rows, `--jobs 2` (share simulated)",
+        r"capacity rows: (\d{3},\d{3}) \([\d,]+ answered by the simulator, (\d+%)\).*?\n"
+        r"--jobs 2: ([\d.]+ s)",
+        "{2}: {0} rows, {1} simulated",
+    ),
+    (
+        "`best --request-rate` from the ≥ 10,000-row sweep, choices as a fully simulated run's",
+        r"agrees with a fully simulated run: ([\d,]+ of [\d,]+) choices",
+        "{}",
+    ),
+    (
+        "`best --request-rate` from the ≥ 100,000-row sweep, choices as a fully simulated run's",
+        r"(?s)capacity rows: \d{3},\d{3} .*?agrees with a fully simulated run: ([\d,]+ of [\d,]+) "
+        r"choices",
+        "{}",
     ),
     (
         "capacity sweep, `--jobs 2` over two `--jobs 1` runs at once, throughput",
