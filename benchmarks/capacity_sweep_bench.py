@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -88,26 +89,30 @@ def _batch(doc: Doc) -> None:
 WIDER: tuple[Callable[[Doc], None], ...] = (_qwen, _strict, _b200, _rates, _long_chat, _batch)
 
 
-def capacity_rows(doc: Doc) -> int:
-    """The sweep's capacity rows, as its plan counts them."""
+def capacity_rows(doc: Doc) -> tuple[int, int]:
+    """The sweep's capacity rows, as its plan counts them, and as its size check bounds them
+    before planning (settings that do not apply included), which `max_rows` must admit."""
     from infersize.sweep.config import load_sweep
     from infersize.sweep.plan import build_plan
+    from infersize.sweep.size import capacity_rows_upper_bound
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "sweep.yaml")
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        return build_plan(*load_sweep(path)).capacity_rows
+        loaded = load_sweep(path)
+        bound = math.ceil(capacity_rows_upper_bound(loaded[0]))
+        return build_plan(*loaded).capacity_rows, bound
 
 
 def with_rows(rows: int) -> Doc:
     """The widened sweep, widened further one step at a time until it holds `rows` rows."""
     doc = widened()
     steps = list(WIDER)
-    while (count := capacity_rows(doc)) < rows:
+    while (count := capacity_rows(doc))[0] < rows:
         if not steps:
-            sys.exit(f"the widest grid holds {count:,} rows, fewer than {rows:,}")
+            sys.exit(f"the widest grid holds {count[0]:,} rows, fewer than {rows:,}")
         steps.pop(0)(doc)
-    doc["capacity"]["max_rows"] = max(count, doc["capacity"].get("max_rows", 0))
+    doc["capacity"]["max_rows"] = max(count[1], doc["capacity"].get("max_rows", 0))
     return doc
 
 
