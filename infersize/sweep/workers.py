@@ -187,36 +187,17 @@ def _running_executor() -> Any:
     return getattr(reusable_executor, "_executor", None)
 
 
-MANAGER_THREAD = "ExecutorManagerThread"  # loky's thread that feeds and reaps the workers
-
-
 def stop_workers(wait: bool = False) -> None:
     """Kill this process's loky workers now (an interrupted run must not write on); `wait`
     also waits until the pool is torn down (its locks released: a process about to exit
-    leaves nothing for loky's resource tracker to warn about). From then on an exception in
-    loky's manager thread is not printed: killed mid-task, the workers can leave it a work
-    item it no longer holds, and its traceback would follow the run's one line."""
+    leaves nothing for loky's resource tracker to warn about)."""
     executor = _running_executor()
     if executor is None:
         return
-    import threading
-
-    threading.excepthook = _quiet_about(MANAGER_THREAD, threading.excepthook)
     try:
         executor.shutdown(wait=wait, kill_workers=True)
     except RuntimeError:  # interrupted while loky was starting it: no thread to wait for yet
         executor.shutdown(wait=False, kill_workers=True)
-
-
-def _quiet_about(name: str, hook: Callable[[Any], object]) -> Callable[[Any], object]:
-    """threading.excepthook that says nothing of the thread `name`, and hands on the others."""
-
-    def excepthook(args: Any) -> object:
-        if args.thread is not None and args.thread.name == name:
-            return None
-        return hook(args)
-
-    return excepthook
 
 
 def release_workers() -> None:
