@@ -136,7 +136,7 @@ def _run(
 ) -> None:
     from infersize.sweep.workers import keep_freed_memory
 
-    keep_freed_memory()  # as the workers do: a chunk's arrays reuse the previous chunk's memory
+    keep_freed_memory()  # a chunk's arrays reuse the previous chunk's memory
     config, plan = _plan(file, max_cells, jobs if backend == "loky" else 1)
     gc.freeze()  # the plan lives as long as the run
     out_dir = output_folder(out, config.output.dir, config.name)

@@ -68,7 +68,7 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
             max_workers=n,
             timeout=IDLE_WORKER_S,
             env=WORKER_THREAD_LIMITS,
-            initializer=start_worker,
+            initializer=watch_parent,
             initargs=(os.getpid(),),
         )
         # starts the workers, the tracker and the manager thread now; a worker's first task
@@ -82,12 +82,6 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     return executor
 
 
-def start_worker(parent: int) -> None:
-    """A new worker: it watches its parent and keeps its freed memory."""
-    watch_parent(parent)
-    keep_freed_memory()
-
-
 # glibc's mallopt parameters (malloc.h), and the largest block it may be told to keep
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 KEPT_BLOCK_BYTES = 32 * 2**20
@@ -95,11 +89,12 @@ KEPT_HEAP_BYTES = 2**30
 
 
 def keep_freed_memory() -> None:
-    """Let a process that scores chunks (a worker, or the main process of `infersize sweep
-    run`) reuse the memory of one chunk's arrays for the next's: glibc gives a freed block over
-    128 KiB back to the system, and the next chunk's arrays fault the same pages in again, most
-    of a --jobs 1 fleet run's system time. Blocks up to 32 MiB now come from the heap, which is
-    trimmed only past 1 GiB free; the peak memory is the same. Where the C library is not
+    """Let the main process of `infersize sweep run` reuse the memory of one chunk's arrays for
+    the next chunk's: glibc gives a freed block over 128 KiB back to the system, and the next
+    chunk's arrays fault the same pages in again, most of a --jobs 1 fleet run's system time.
+    Blocks up to 32 MiB now come from the heap, which is trimmed only past 1 GiB free; the peak
+    memory is the same. Not in loky's workers: loky restarts a worker whose memory stays 300 MB
+    above what it held after its first task, as a kept heap does. Where the C library is not
     glibc, nothing changes."""
     import ctypes
 
