@@ -5,6 +5,8 @@ loky workers run in test_sweep_run.py (byte-identical tables at --jobs 1 and 2).
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import threading
@@ -161,3 +163,24 @@ def test_a_run_without_workers_never_imports_joblib(tmp_path):
     )
     assert "EXIT 0" in done.stderr and "JOBLIB False" in done.stderr, done.stderr
     assert (tmp_path / "out" / "frontier.parquet").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_workers_start_deaf_to_a_hangup_and_ctrl_c_of_the_group():
+    """A terminal's hang-up and Ctrl-C reach every process of the group; only the run may
+    hear them. CPython 3.11's multiprocessing resource tracker, started by loky beside its
+    own, unblocks SIGINT when it has launched (SIG_UNBLOCK rather than restoring the mask),
+    so the workers loky started next heard Ctrl-C: one still importing printed its
+    KeyboardInterrupt after the run's line. A new process, as a run is, so that tracker is
+    not already running."""
+    probe = (
+        "import json, signal\n"
+        "from infersize.sweep.workers import loky_workers, stop_workers\n"
+        "mask = loky_workers(1).submit(signal.pthread_sigmask, signal.SIG_BLOCK, set()).result()\n"
+        "print(json.dumps([signal.Signals(s).name for s in mask]))\n"
+        "stop_workers(wait=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert {"SIGHUP", "SIGINT"} <= set(json.loads(done.stdout)), done.stdout

@@ -9,8 +9,10 @@ not two, and its start-up overlaps with this process's first chunk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
@@ -54,9 +56,15 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     exits as soon as this process is gone, however it ended (SIGKILL included). They, loky's
     resource tracker and the thread that respawns workers start with HELD_SIGNALS blocked (a
     mask a child inherits), so only this process hears them; one that arrives meanwhile is
-    delivered here once the workers are up. `simulator`: the run has capacity rows, so its
+    delivered here once the workers are up. Python's own resource tracker (multiprocessing's,
+    which loky starts beside its own) is started first and the mask set again after it:
+    CPython 3.11's `resource_tracker.ensure_running` ends its launch with
+    `pthread_sigmask(SIG_UNBLOCK, (SIGINT, SIGTERM))` rather than restoring the mask it found,
+    and the workers loky started next heard Ctrl-C (a worker still importing printed its
+    KeyboardInterrupt after the run's line). `simulator`: the run has capacity rows, so its
     workers load the compiled simulator too."""
     import signal
+    from multiprocessing import resource_tracker
 
     from joblib.externals.loky import get_reusable_executor
 
@@ -64,6 +72,9 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     masks = hasattr(signal, "pthread_sigmask")  # POSIX
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if masks else set()
     try:
+        if masks:
+            resource_tracker.ensure_running()
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)
         executor = get_reusable_executor(
             max_workers=n,
             timeout=IDLE_WORKER_S,
@@ -185,14 +196,44 @@ def _running_executor() -> Any:
 def stop_workers(wait: bool = False) -> None:
     """Kill this process's loky workers now (an interrupted run must not write on); `wait`
     also waits until the pool is torn down (its locks released: a process about to exit
-    leaves nothing for loky's resource tracker to warn about)."""
+    leaves nothing for loky's resource tracker to warn about).
+
+    The workers are killed here, and loky's manager thread left to find them gone and tear
+    the pool down as broken, before the executor is shut down: told to shut down with
+    `kill_workers` while items it had not yet handed to a worker were queued (each worker is
+    kept up to AHEAD ahead), loky 3.x's manager thread cancels them and then looks one of
+    them up again (`KeyError` in `add_call_item_to_queue`), dying with a traceback after
+    the run's line and leaving its semaphores to the resource tracker's leak warning."""
     executor = _running_executor()
     if executor is None:
         return
+    if _kill_workers():
+        for thread in threading.enumerate():
+            if thread.name == MANAGER_THREAD:
+                thread.join(timeout=WORKER_EXIT_S)
     try:
         executor.shutdown(wait=wait, kill_workers=True)
     except RuntimeError:  # interrupted while loky was starting it: no thread to wait for yet
         executor.shutdown(wait=False, kill_workers=True)
+
+
+MANAGER_THREAD = "ExecutorManagerThread"  # loky's thread that feeds and reaps the workers
+WORKER_EXIT_S = 5.0  # how long a killed worker, then the manager thread, may take to end
+
+
+def _kill_workers() -> bool:
+    """SIGKILL this process's worker processes and wait for them to end; whether any was."""
+    import multiprocessing
+    import signal
+
+    workers = multiprocessing.active_children()
+    for worker in workers:
+        if worker.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    for worker in workers:
+        worker.join(timeout=WORKER_EXIT_S)
+    return bool(workers)
 
 
 def release_workers() -> None:
