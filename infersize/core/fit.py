@@ -226,7 +226,8 @@ def _fixed_pool(
     state_pool = floats(sized.state_pool)
     fill = np.maximum(mem.filled(kv_used, pool), mem.filled(state_used, state_pool))
     used = floats(kv_used + state_used)
-    room = np.where(fill > 0, used / np.where(fill > 0, fill, 1.0), pool + state_pool)
+    scaled = (state_pool > 0) & (fill > 0)  # one pool alone: its own size, exactly
+    room = np.where(scaled, used / np.where(scaled, fill, 1.0), pool + state_pool)
     weights = floats(dep.target.weights_bytes) + (
         0.0 if dep.draft is None else floats(dep.draft.weights_bytes)
     )
