@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from infersize.core.engines import get_engine
-from infersize.core.fit import _pool_side, pool_layout
-from infersize.core.memory import GIB, kv_layout
+from infersize.core.fit import _pool_side
+from infersize.core.memory import GIB, kv_layout, pool_layout
 from infersize.core.vllm_pool import (
     BLOCK_TOKENS,
     Profile,

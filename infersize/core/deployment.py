@@ -83,17 +83,19 @@ def prepare_side(
     exact: ComponentBytes | None = None,
     weight_only: bool = False,
     dp_attention: bool = False,
+    ssm_dtype: KvDtype | None = None,
 ) -> Side:
     """`exact`: the whole model's weight bytes read from its files, used instead of the
     format's bits per weight (split over TP ranks like the formula). `weight_only`: the GPU
     runs `fmt` through dequantising kernels. `dp_attention`: attention runs data parallel over
-    the `tp` ranks (attention_data_parallel)."""
+    the `tp` ranks (attention_data_parallel). `ssm_dtype`: the engine's dtype for the
+    linear-attention layers' recurrent state (None: the model's, mem.linear_state_bytes)."""
     mem.check_tp(model, tp)
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
-    kv = mem.kv_layout(model, kv_dtype, tp)
+    kv = mem.kv_layout(model, kv_dtype, tp, ssm_dtype)
     if dp_attention and tp > 1:
-        weights, kv = attention_data_parallel(model, counts, fmt, kv_dtype, weights, tp)
+        weights, kv = attention_data_parallel(model, counts, fmt, kv_dtype, weights, tp, ssm_dtype)
     on_gpu = model.speculator != "ngram"  # n-gram lookup keeps no logits or activations
     numbers = SideNumbers(
         weights_bytes=weights.total,
@@ -129,6 +131,7 @@ def attention_data_parallel(
     kv_dtype: KvDtype,
     weights: ComponentBytes,
     tp: int,
+    ssm_dtype: KvDtype | None = None,
 ) -> tuple[ComponentBytes, mem.KvLayout]:
     """Attention data parallel over the `tp` ranks (SGLang's --enable-dp-attention,
     TensorRT-LLM's enable_attention_dp, vLLM's data-parallel attention): each rank holds the
@@ -137,7 +140,7 @@ def attention_data_parallel(
     an unsplit layout (MLA's latent is no longer copied on every rank)."""
     extra = counts.attention * fmt.linear_bits_per_weight / 8 * (1.0 - 1.0 / tp)
     whole = dataclasses.replace(weights, linear=int(weights.linear + extra))
-    one = mem.kv_layout(model, kv_dtype, 1)
+    one = mem.kv_layout(model, kv_dtype, 1, ssm_dtype)
     kv = mem.KvLayout(
         full_bytes_per_token=one.full_bytes_per_token / tp,
         window_bytes_per_token=one.window_bytes_per_token / tp,

@@ -91,6 +91,12 @@ class Engine:
     chunked_prefill_size: int | None = None
     max_running_requests: int | None = None  # None: from the pool (48 when speculating)
     speculative_headroom: bool = False  # 0.4.3.post3-0.5.6: pools grow by R·d·k + R·n + 100
+    # linear-attention (Gated DeltaNet) layers: the dtype of their recurrent state (SGLang's
+    # --mamba-ssm-dtype; None: the model's, as vLLM's mamba_cache_dtype "auto"), and the
+    # memory of a state pool of its own beside the KV pool, as a ratio to the KV pool's (SGLang's
+    # --mamba-full-memory-ratio; None: the states share the KV pool, as in vLLM)
+    mamba_ssm_dtype: str | None = None
+    mamba_full_memory_ratio: float | None = None
     schedule_policy: str = "fcfs"  # waiting requests in arrival order (SGLang, TensorRT-LLM)
     mixed_prefill: bool = True  # prompts' chunks beside the decodes (False: steps of their own)
     # admit a request when its first chunk fits ("first-chunk": a full pool preempts), or when
@@ -200,6 +206,11 @@ SGLANG = Engine(
     draft_shares_tp=True,
     mem_fraction_rule="reserve",
     speculative_headroom=True,
+    # ServerArgs' defaults (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    # python/sglang/srt/server_args.py): mamba_ssm_dtype "float32", mamba_full_memory_ratio 0.9
+    # (core/sglang_pool.py: how the state pool is sized, and what it bounds)
+    mamba_ssm_dtype="float32",
+    mamba_full_memory_ratio=0.9,
     drafts_trees=True,
     # get_new_batch_prefill runs prompts in a batch of their own, the decodes waiting, unless
     # is_mixed_chunk (sgl-project/sglang@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79:
@@ -208,7 +219,10 @@ SGLANG = Engine(
     eager_prefill=True,
     # its overlap scheduler also runs one step ahead (event_loop_overlap, the default), but its
     # fit rows are served better with a request joining the step after the one it arrives in
-    # (docs/calibration.md): held at that until a row tells the two apart
+    # (docs/calibration.md): held at that until a row tells the two apart. For hybrid
+    # linear-attention models SGLang turns it off itself: MambaRadixCache, the default radix
+    # cache, "is not compatible with overlap schedule" (Qwen3NextForCausalLM in
+    # ServerArgs._handle_model_specific_adjustments, at the commit above)
     schedules_ahead=False,
 )
 SGLANG = replace(SGLANG, **SERVING)

@@ -17,7 +17,6 @@ from infersize.core import sglang_pool, trtllm_pool
 from infersize.core.arrays import BoolArray, FloatArray, floats
 from infersize.core.deployment import DeploymentNumbers, SideNumbers
 from infersize.core.engines import Engine
-from infersize.core.memory import KvLayout
 from infersize.core.tree import CHAIN, Tree
 from infersize.core.vllm_pool import (
     PoolSide,
@@ -44,6 +43,10 @@ class PoolMemory:
     speculative_peak: FloatArray  # what speculating adds to the activation peak (vLLM)
     mem_fraction: FloatArray | None = None  # SGLang's mem_fraction_static as applied
     max_running: FloatArray | None = None  # SGLang's max_running_requests from its pool
+    # SGLang's pool of linear-attention states beside the KV pool (MambaPool): its memory and
+    # its slots (max_mamba_cache_size; infinite where it holds none)
+    state_pool: FloatArray | None = None
+    state_slots: FloatArray | None = None
 
 
 @record
@@ -142,19 +145,6 @@ def _pool_side(side: SideNumbers) -> PoolSide:
     )
 
 
-def pool_layout(target: KvLayout, draft: KvLayout | None) -> KvLayout:
-    """The layers that draw from the one pool: the target's and the draft's."""
-    if draft is None:
-        return target
-    return KvLayout(
-        full_bytes_per_token=target.full_bytes_per_token + draft.full_bytes_per_token,
-        window_bytes_per_token=target.window_bytes_per_token + draft.window_bytes_per_token,
-        window_tokens=np.maximum(target.window_tokens, draft.window_tokens),
-        layer_bytes_per_token=target.layer_bytes_per_token,
-        state_bytes_per_sequence=target.state_bytes_per_sequence + draft.state_bytes_per_sequence,
-    )
-
-
 def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
     """vLLM: budget = ⌈U · memory⌉; pool = budget − weights − A − N − G; a batch uses its
     sequences' blocks of the pool (sliding windows credited as vLLM allocates them). With a
@@ -182,7 +172,7 @@ def _pooled(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     budget = floats(np.ceil(engine.gpu_memory_utilization * usable))
     weights = sum((floats(s.weights_bytes) for s in sides), floats(0.0))
     pool = floats(budget - weights - peak - non_torch - graphs)
-    layout = pool_layout(dep.target.kv, None if dep.draft is None else dep.draft.kv)
+    layout = mem.pool_layout(dep.target.kv, None if dep.draft is None else dep.draft.kv)
     capacity = pool_capacity(pool, layout, cells.tokens, profile, engine)
     used = floats(cells.batch * capacity.bytes_per_sequence)
     t_plain = mem.kv_cache_bytes(dep.target.kv, cells.tokens, 1)
@@ -218,38 +208,50 @@ def _cell(side: SideNumbers | None) -> FloatArray:
     return floats(0.0) if side is None else floats(side.kv.bytes_per_token)
 
 
-def _fixed_pool(dep: DeploymentNumbers, cells: _Cells, usable: FloatArray, sized: _Sized) -> _Parts:
+def _fixed_pool(
+    dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray, sized: _Sized
+) -> _Parts:
     """An engine that allocates its whole pool at start: the pool (tokens × both models' bytes
-    per token) beside the weights, activations and overhead; a batch uses its sequences'
-    tokens, and nothing fits when the allocation itself does not fit the device."""
+    per token, and a state pool where the engine keeps one) beside the weights, activations
+    and overhead; a batch uses its sequences' tokens and states, and nothing fits when the
+    allocation itself does not fit the device. With two pools a batch fits when each holds its
+    share: the budget is what the batch's mix of tokens and states could grow to before the
+    first of them is full."""
     cell_t, cell_d = _cell(dep.target), _cell(dep.draft)
-    states = dep.target.kv.state_bytes_per_sequence + (
-        0.0 if dep.draft is None else dep.draft.kv.state_bytes_per_sequence
-    )
-    per_sequence = cells.tokens * (cell_t + cell_d) + states
-    used = floats(cells.batch * per_sequence)
+    draft_kv = None if dep.draft is None else dep.draft.kv
+    states = mem.kv_pool_layout(dep.target.kv, draft_kv, engine).state_bytes_per_sequence
+    kv_used = floats(cells.batch * (cells.tokens * (cell_t + cell_d) + states))
+    state_used = floats(cells.batch * sized.state_slot_bytes)
     pool = floats(sized.tokens * (cell_t + cell_d))
+    state_pool = floats(sized.state_pool)
+    fill = np.maximum(mem.filled(kv_used, pool), mem.filled(state_used, state_pool))
+    used = floats(kv_used + state_used)
+    scaled = (state_pool > 0) & (fill > 0)  # one pool alone: its own size, exactly
+    room = np.where(scaled, used / np.where(scaled, fill, 1.0), pool + state_pool)
     weights = floats(dep.target.weights_bytes) + (
         0.0 if dep.draft is None else floats(dep.draft.weights_bytes)
     )
     fixed = floats(weights + sized.activation + sized.overhead)
-    budget = floats(np.where(usable - fixed - pool >= 0, fixed + pool, fixed))
+    budget = floats(np.where(usable - fixed - pool - state_pool >= 0, fixed + room, fixed))
     t_share = cell_t / np.maximum(cell_t + cell_d, 1e-9)
+    concurrency = np.minimum(sized.tokens / np.maximum(cells.tokens, 1.0), sized.state_slots)
     memory_pool = PoolMemory(
         kv_pool=pool,
         kv_pool_tokens=floats(sized.logged_tokens),
-        max_concurrent_sequences=floats(sized.tokens / np.maximum(cells.tokens, 1.0)),
+        max_concurrent_sequences=floats(concurrency),
         activation_peak=floats(sized.activation),
         non_torch=floats(sized.overhead),
         cuda_graphs=np.zeros_like(pool),
         speculative_peak=np.zeros_like(pool),  # in SGLang's and TensorRT-LLM's activation term
         mem_fraction=sized.fraction,
         max_running=sized.running,
+        state_pool=state_pool,
+        state_slots=floats(sized.state_slots),
     )
     return _Parts(
-        target_kv=floats(used * t_share),
+        target_kv=floats(kv_used * t_share + state_used),
         target_workspace=floats(sized.activation),
-        draft_kv=floats(used * (1 - t_share)),
+        draft_kv=floats(kv_used * (1 - t_share)),
         draft_workspace=np.zeros_like(used),
         overhead=floats(sized.overhead),
         budget=budget,
@@ -267,11 +269,16 @@ class _Sized:
     overhead: FloatArray
     fraction: FloatArray | None = None
     running: FloatArray | None = None
+    # a pool of linear-attention states beside the KV pool (SGLang): its memory, its slots
+    # (infinite: no bound) and a sequence's slot (0: its state lies in the KV pool)
+    state_pool: FloatArray | float = 0.0
+    state_slots: FloatArray | float = np.inf
+    state_slot_bytes: FloatArray | float = 0.0
 
 
 def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
-    """SGLang: ⌊(free at start · mem_fraction_static − W) / cell⌋ tokens, grown by one step's
-    draft slots when speculating (core/sglang_pool.py)."""
+    """SGLang: ⌊(free at start · mem_fraction_static − W − the state pool) / cell⌋ tokens, grown
+    by one step's draft slots when speculating (core/sglang_pool.py)."""
     target, draft = dep.target, dep.draft
     overhead = mem.overhead_bytes(engine, dep.tp)
     chunked = floats(dep.profile_tokens)
@@ -281,30 +288,35 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         on_gpu, 0.0 if draft is None else draft.speculator_head
     )
     fraction = sglang_pool.default_mem_fraction(engine, dep.memory_bytes, dep.tp, chunked, reserve)
-    profiled = sglang_pool.profiled_tokens(
-        usable - overhead, fraction, target.weights_bytes, _cell(target)
-    )
+    rest = sglang_pool.rest_bytes(usable - overhead, fraction, target.weights_bytes)
     drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
-    running = sglang_pool.running_requests(
-        engine, np.maximum(profiled, 0.0), target.context_window, drafting
-    )
     verify = cells.tree.verify_tokens(cells.spec_k)
+    slot = sglang_pool.state_slot_bytes(target.kv.state_bytes_per_sequence, verify * drafting)
+    dp_ranks = floats(dep.tp) if engine.dp_attention else 1.0
+    slots = sglang_pool.state_slots(engine, rest, slot, dp_ranks)
+    state_pool = sglang_pool.state_pool_bytes(slots, slot)
+    profiled = sglang_pool.profiled_tokens(rest - state_pool, _cell(target))
+    running = sglang_pool.running_requests(
+        engine, np.maximum(profiled, 0.0), target.context_window, drafting, slots
+    )
     grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
         on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
     )
     # the headroom grows the profiled count as it is, negative where the weights exceed the
     # fraction; a total of 0 or less SGLang refuses to start with (init_memory_pool @0.5.6)
     tokens = floats(np.maximum(profiled + grown, 0.0))
-    activation = floats(chunked * target.activation_bytes_per_token)
     sized = _Sized(
         tokens=tokens,
         logged_tokens=tokens,
-        activation=activation,
+        activation=floats(chunked * target.activation_bytes_per_token),
         overhead=overhead,
         fraction=fraction,
         running=running,
+        state_pool=state_pool,
+        state_slots=slots,
+        state_slot_bytes=floats(np.where(np.isfinite(slots), slot, 0.0)),
     )
-    return _fixed_pool(dep, cells, usable, sized)
+    return _fixed_pool(dep, engine, cells, usable, sized)
 
 
 def _trtllm(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
@@ -331,7 +343,7 @@ def _trtllm(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         overhead=overhead,
         fraction=floats(engine.free_gpu_memory_fraction),
     )
-    return _fixed_pool(dep, cells, usable, sized)
+    return _fixed_pool(dep, engine, cells, usable, sized)
 
 
 Rule = Callable[[DeploymentNumbers, Engine, _Cells, FloatArray], _Parts]

@@ -176,6 +176,16 @@ for _knob in (
         "sglang",
         "sequences",
     ),
+    Knob(
+        name="mamba_ssm_dtype",
+        kind=str,
+        help="SGLang's dtype for the recurrent state of a hybrid model's linear-attention "
+        "(Gated DeltaNet) layers, held in a pool of its own and read and written every step: "
+        "float32 (SGLang's default) or bfloat16; the conv window stays bfloat16.",
+        owners=("sglang",),
+        strict_owner=True,
+        choices=("float32", "bfloat16"),
+    ),
     _share(
         "kv_cache_free_gpu_memory_fraction",
         "TensorRT-LLM's share of the memory left after its profiled prefill (default 0.9).",

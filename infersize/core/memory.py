@@ -81,11 +81,34 @@ class KvLayout:
 KV_FREE_SPECULATORS = ("medusa", "mlp_speculator", "ngram")
 
 
-def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
+def pool_layout(target: KvLayout, draft: KvLayout | None) -> KvLayout:
+    """The layers that draw from the one pool: the target's and the draft's."""
+    if draft is None:
+        return target
+    return KvLayout(
+        full_bytes_per_token=target.full_bytes_per_token + draft.full_bytes_per_token,
+        window_bytes_per_token=target.window_bytes_per_token + draft.window_bytes_per_token,
+        window_tokens=np.maximum(target.window_tokens, draft.window_tokens),
+        layer_bytes_per_token=target.layer_bytes_per_token,
+        state_bytes_per_sequence=target.state_bytes_per_sequence + draft.state_bytes_per_sequence,
+    )
+
+
+def kv_pool_layout(target: KvLayout, draft: KvLayout | None, engine: Engine) -> KvLayout:
+    """What a sequence holds in the KV pool: pool_layout, less the target's linear-attention
+    state where the engine keeps those in a pool of their own (SGLang's MambaPool,
+    core/sglang_pool.py)."""
+    if engine.mamba_full_memory_ratio is not None:
+        target = replace(target, state_bytes_per_sequence=0.0)
+    return pool_layout(target, draft)
+
+
+def kv_layout(model: Model, kv: KvDtype, tp: int = 1, ssm_dtype: KvDtype | None = None) -> KvLayout:
     """2 (K and V) · kv_heads · head_dim · bytes per element, per layer and token.
     With tensor parallel each rank holds kv_heads / tp heads, at least one (a head replicates
     when there are fewer KV heads than ranks, as in vLLM). Medusa heads, MLP speculators and
-    n-gram lookup attend to nothing: no KV cache."""
+    n-gram lookup attend to nothing: no KV cache. `ssm_dtype`: the linear-attention layers'
+    recurrent state's (linear_state_bytes)."""
     if model.speculator in KV_FREE_SPECULATORS:
         return KvLayout(
             full_bytes_per_token=0.0,
@@ -105,7 +128,7 @@ def kv_layout(model: Model, kv: KvDtype, tp: int = 1) -> KvLayout:
     kv_heads_per_gpu = max(1, model.num_key_value_heads // tp)
     per_layer = 2 * kv_heads_per_gpu * model.head_dim_resolved * kv.bytes_per_element
     attention_layers = model.num_hidden_layers - model.linear_attention_layers
-    state = linear_state_bytes(model, tp)
+    state = linear_state_bytes(model, tp, ssm_dtype)
     if model.sliding_window is None:
         return KvLayout(
             full_bytes_per_token=per_layer * attention_layers,
@@ -136,25 +159,34 @@ def indexer_key_bytes(model: Model) -> float:
     return float(model.index_head_dim + 4 * -(-model.index_head_dim // 128))
 
 
-def linear_state_bytes(model: Model, tp: int = 1) -> float:
-    """Per sequence, the linear-attention layers' state as vLLM holds it (mamba_utils.py
-    gated_delta_net_state_shape): the conv window, (2·k + v channels) · (kernel − 1), and one
-    key × value matrix per value head, split over TP ranks, at the model's 16-bit dtype
-    (mamba_cache_dtype "auto"; the KV cache dtype does not apply)."""
+def linear_state_bytes(model: Model, tp: int = 1, ssm_dtype: KvDtype | None = None) -> float:
+    """Per sequence, the linear-attention layers' state: the conv window, (2·k + v channels) ·
+    (kernel − 1), and one key × value matrix per value head, split over TP ranks. The window
+    is 16-bit; the matrices are at `ssm_dtype` where the engine sets one, else at the model's
+    16-bit dtype. vLLM (mamba_utils.py gated_delta_net_state_shape, mamba_cache_dtype "auto";
+    the KV cache dtype does not apply) holds both at the model's dtype. SGLang holds the window
+    in bfloat16 (CONV_DTYPE) and the matrices at --mamba-ssm-dtype, float32 by default
+    (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    python/sglang/srt/configs/mamba_utils.py, Mamba2StateShape.create with conv_dim =
+    v + 2 · k and the temporal state (value heads / tp, value head dim, key head dim), as
+    configs/qwen3_next.py's mamba2_cache_params gives them; mamba_cache_per_req sums both
+    over the linear layers)."""
     if (lin := model.linear_attention) is None:
         return 0.0
     k, v = lin.num_key_heads * lin.key_head_dim, lin.num_value_heads * lin.value_head_dim
     conv = (2 * k + v) // tp * (lin.conv_kernel_dim - 1)
     recurrent = lin.num_value_heads // tp * lin.key_head_dim * lin.value_head_dim
-    return float(lin.layers * (conv + recurrent) * ACTIVATION_BYTES)
+    recurrent_bytes = ACTIVATION_BYTES if ssm_dtype is None else ssm_dtype.bytes_per_element
+    return float(lin.layers * (conv * ACTIVATION_BYTES + recurrent * recurrent_bytes))
 
 
 def step_traffic(layout: KvLayout) -> KvLayout:
     """What one step moves per sequence, as a layout: the attention's KV cache read, and the
     linear-attention state read and then written back in place, so twice. Both engines'
-    recurrent kernels update the state where it lies every step: SGLang's decode loads it and
-    stores the final state back to `h0_source`
-    (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
+    recurrent kernels update the state where it lies every step, at the dtype it is held in:
+    SGLang's decode loads it and stores the final state back to `h0_source`
+    (`tl.store(p_h0, b_h.to(p_h0.dtype.element_ty))`, float32 by default;
+    sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
     python/sglang/srt/layers/attention/fla/fused_sigmoid_gating_recurrent.py); vLLM's decode
     calls `fused_sigmoid_gating_delta_rule_update(..., initial_state=ssm_state,
     inplace_final_state=True)`, its prefill stores `ssm_state[indices] = last_recurrent_state`,
@@ -226,6 +258,13 @@ def verdict(share: ArrayLike) -> NDArray[np.str_]:
     """safe (≤ 90% of the budget), tight (≤ 100%) or OOM, from used / budget."""
     used = floats(share)
     return np.where(used > 1.0, "OOM", np.where(used > SAFE_UTILIZATION, "tight", "safe"))
+
+
+def filled(used: ArrayLike, pool: ArrayLike) -> FloatArray:
+    """The share of a pool that `used` bytes fill; infinite where they fill a pool of none."""
+    held, size = floats(used), floats(pool)
+    share = held / np.maximum(size, 1e-9)
+    return floats(np.where(size > 0, share, np.where(held > 0, np.inf, 0.0)))
 
 
 def fits(share: ArrayLike) -> BoolArray:

@@ -12,6 +12,23 @@ Rules read from SGLang's source (sgl-project/sglang; `@0.5.6` is release 0.5.6.p
   (python/sglang/srt/model_executor/model_runner.py @0.5.6, ModelRunner.profile_max_num_token:
   rest_memory = available_gpu_memory − total_gpu_memory · (1 − mem_fraction_static))
 
+A hybrid model's linear-attention (Gated DeltaNet) layers keep no per-token KV: the cell counts
+its full-attention layers only, and their fixed state per request lies in a pool of its own, the
+MambaPool, carved out of the same rest first (ModelRunner.handle_max_mamba_cache @0.5.6, the
+radix cache on, SGLang's default):
+
+  slots = ⌊rest · r / (1 + r) / (state · (1 + n))⌋, then // the attention data-parallel ranks
+  max_total_num_tokens = ⌊(rest − slots · state · (1 + n)) / cell⌋
+    rest   M_start · mem_fraction_static − W, as above
+    r      mamba_full_memory_ratio (0.9): the state pool's memory over the KV pool's
+    state  mamba_cache_per_req: the conv window (bfloat16) and the recurrent matrices
+           (mamba_ssm_dtype, float32 by default) of every linear layer (core/memory.py)
+    n      speculative_num_draft_tokens (0 without a drafter): MambaPool keeps n intermediate
+           states and windows per slot for the verify pass (mem_cache/memory_pool.py @0.5.6)
+  and the request slots are at most slots // 3 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO,
+  init_memory_pool), which bounds max_running_requests, the user's and the speculative 48
+  included (TpModelWorker: min(them, req_to_token_pool.size)).
+
 mem_fraction_static budgets the weights and the pool only: activations, CUDA graphs, the draft's
 weights and the draft's own pool come out of the rest. Nothing is profiled. With EAGLE, EAGLE-3,
 MTP (NEXTN) or a draft model (STANDALONE) the draft keeps a pool of the same token count over
@@ -33,6 +50,8 @@ Defaults when the user sets none (python/sglang/srt/server_args.py):
   max_running_requests min(⌊pool / 2⌋, the request slots min(max(⌊pool · 512 / context⌋,
       2048), 4096)) (TpModelWorker.__init__, ModelRunner.init_memory_pool @0.5.6); 48 when
       speculating (ServerArgs._handle_speculative_decoding, from 0.4.4.post4).
+  mamba_ssm_dtype "float32", mamba_full_memory_ratio 0.9 (@0.5.6; the `sglang-0.4` preset
+      keeps them: no 0.4 release ran a hybrid model).
 """
 
 from __future__ import annotations
@@ -49,6 +68,7 @@ SPECULATIVE_RUNNING_REQUESTS = 48.0
 HEAD_RESERVE_MIB = 2 * 1024.0  # EAGLE, EAGLE-3, NEXTN (MTP) heads
 DRAFT_MODEL_RESERVE_MIB = 6 * 1024.0  # STANDALONE: a separate draft model
 TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))  # @0.4.0, by TP
+STATE_SLOTS_PER_REQUEST = 3.0  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, the radix cache on
 
 
 def default_chunked_prefill(engine: Engine, memory_bytes: ArrayLike) -> FloatArray:
@@ -122,28 +142,64 @@ def drafter_reserve_mib(has_drafter: ArrayLike, is_head: ArrayLike) -> FloatArra
     )
 
 
-def profiled_tokens(
-    free_at_start: ArrayLike, mem_fraction: ArrayLike, weights: ArrayLike, cell: ArrayLike
+def rest_bytes(free_at_start: ArrayLike, mem_fraction: ArrayLike, weights: ArrayLike) -> FloatArray:
+    """M_start · mem_fraction_static − W: what the pools share, negative where the weights
+    exceed the fraction."""
+    return floats(floats(free_at_start) * floats(mem_fraction) - floats(weights))
+
+
+def state_slot_bytes(state_bytes: ArrayLike, draft_tokens: ArrayLike) -> FloatArray:
+    """One request's slot of the state pool: its state, and as many again for each token a
+    speculative step verifies (MambaPool's intermediate states and conv windows)."""
+    return floats(floats(state_bytes) * (1.0 + floats(draft_tokens)))
+
+
+def state_slots(
+    engine: Engine, rest: ArrayLike, slot_bytes: ArrayLike, dp_ranks: ArrayLike
 ) -> FloatArray:
-    """⌊(M_start · mem_fraction_static − W) / cell⌋, negative where the weights exceed the
-    fraction (ModelRunner.profile_max_num_token @0.5.6 does not clamp it: the speculative
-    headroom is added to it, and ModelRunner.init_memory_pool refuses a total of 0 or less,
-    "Not enough memory. Please try to increase --mem-fraction-static")."""
-    rest = floats(free_at_start) * floats(mem_fraction) - floats(weights)
-    return floats(np.floor(rest / np.maximum(floats(cell), 1e-9)))
+    """max_mamba_cache_size: ⌊rest · r / (1 + r) / slot⌋ // dp_ranks, none below 0; infinite
+    (no bound) for a model without linear-attention state, or an engine that keeps the states
+    in its KV pool."""
+    slot = floats(slot_bytes)
+    ratio = engine.mamba_full_memory_ratio
+    if ratio is None:
+        return floats(np.full_like(slot, np.inf))
+    memory = np.maximum(floats(rest), 0.0) * ratio / (1.0 + ratio)
+    slots = np.floor(np.floor(memory / np.maximum(slot, 1e-9)) / floats(dp_ranks))
+    return floats(np.where(slot > 0, slots, np.inf))
+
+
+def state_pool_bytes(slots: ArrayLike, slot_bytes: ArrayLike) -> FloatArray:
+    """The state pool's memory: slots · slot (0 where it holds none)."""
+    count = floats(slots)
+    return floats(np.where(np.isfinite(count), count, 0.0) * floats(slot_bytes))
+
+
+def profiled_tokens(kv_rest: ArrayLike, cell: ArrayLike) -> FloatArray:
+    """⌊(rest less the state pool) / cell⌋, negative where the weights exceed the fraction
+    (ModelRunner.profile_max_num_token @0.5.6 does not clamp it: the speculative headroom is
+    added to it, and ModelRunner.init_memory_pool refuses a total of 0 or less, "Not enough
+    memory. Please try to increase --mem-fraction-static")."""
+    return floats(np.floor(floats(kv_rest) / np.maximum(floats(cell), 1e-9)))
 
 
 def running_requests(
-    engine: Engine, pool_tokens: ArrayLike, context_window: ArrayLike, speculating: ArrayLike
+    engine: Engine,
+    pool_tokens: ArrayLike,
+    context_window: ArrayLike,
+    speculating: ArrayLike,
+    slots: ArrayLike = np.inf,
 ) -> FloatArray:
     """max_running_requests: the user's, else 48 when speculating, else min(pool / 2, the
-    request slots)."""
+    request slots); at most a third of the state pool's `slots`."""
+    by_state = np.floor(floats(slots) / STATE_SLOTS_PER_REQUEST)
     if engine.max_running_requests is not None:
-        return floats(engine.max_running_requests)
+        return floats(np.minimum(float(engine.max_running_requests), by_state))
     pool = floats(pool_tokens)
-    slots = np.clip(np.floor(pool * 512.0 / np.maximum(floats(context_window), 1.0)), 2048, 4096)
-    plain = np.minimum(np.floor(pool / 2.0), slots)
-    return floats(np.where(floats(speculating) > 0, SPECULATIVE_RUNNING_REQUESTS, plain))
+    requests = np.clip(np.floor(pool * 512.0 / np.maximum(floats(context_window), 1.0)), 2048, 4096)
+    plain = np.minimum(np.floor(pool / 2.0), requests)
+    chosen = np.where(floats(speculating) > 0, SPECULATIVE_RUNNING_REQUESTS, plain)
+    return floats(np.minimum(chosen, by_state))
 
 
 def speculative_headroom(

@@ -71,10 +71,12 @@ def resolve_side(
     tp: int = 1,
     family: str = "vllm",
     dp_attention: bool = False,
+    ssm_dtype: KvDtype | None = None,
 ) -> tuple[Side, Support]:
     """`quant` 'auto' means the checkpoint's own precision. When the precision is the
     checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
-    support of the precision under the engine family decides how the step is priced."""
+    support of the precision under the engine family decides how the step is priced.
+    `ssm_dtype`: the engine's for linear-attention states (ssm_state_dtype)."""
     source = resolve_model(name, catalog)
     if source.model.speculator == "ngram":  # nothing to store or run on the GPU
         fmt = catalog.weight_format("none")
@@ -87,7 +89,16 @@ def resolve_side(
         support = catalog.support("fp16", gpu, family)
     weight_only = support.level == "weight-only"
     exact = source.exact_weights(fmt)
-    return prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention), support
+    side = prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention, ssm_dtype)
+    return side, support
+
+
+def ssm_state_dtype(engine: Engine, catalog: Catalog) -> KvDtype | None:
+    """The dtype the engine holds linear-attention recurrent states in (SGLang's
+    --mamba-ssm-dtype), from the precision catalog; None: the model's own (vLLM)."""
+    if engine.mamba_ssm_dtype is None:
+        return None
+    return catalog.kv_dtype(engine.mamba_ssm_dtype)
 
 
 def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
@@ -157,9 +168,17 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
     req = with_method(req, catalog)
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
-    family = engine.support_family
+    family, ssm_dtype = engine.support_family, ssm_state_dtype(engine, catalog)
     target, t_support = resolve_side(
-        req.target, req.target_quant, catalog, kv_dtype, gpu, req.tp, family, engine.dp_attention
+        req.target,
+        req.target_quant,
+        catalog,
+        kv_dtype,
+        gpu,
+        req.tp,
+        family,
+        engine.dp_attention,
+        ssm_dtype,
     )
     check_expert_parallel(target.model, req.tp, engine.ep)
     sides = {"target": (target.fmt.id, t_support)}
@@ -175,6 +194,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
             draft_tp,
             family,
             engine.dp_attention and draft_tp > 1,
+            ssm_dtype,
         )
         sides["draft"] = (draft.fmt.id, d_support)
     check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)

@@ -13,7 +13,9 @@ from infersize.catalog.records import Model
 from infersize.catalog.store import Catalog
 from infersize.core.arrays import FloatArray
 from infersize.core.confidence import decode_confidence
+from infersize.core.engines import Engine
 from infersize.core.evaluate import Evaluation, Point
+from infersize.core.fit import PoolMemory
 from infersize.core.methods import method_of
 from infersize.service.fit_limits import Ask, fit_limits
 from infersize.service.request import Prepared, SpecRequest, prepare
@@ -67,12 +69,7 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
     tokens, seqs = int(dep.numbers.profile_tokens), int(dep.numbers.profile_seqs)
     if engine.memory_rule == "sglang":
-        return common | {
-            "max_total_num_tokens": int(pool.kv_pool_tokens),
-            "mem_fraction_static": None if pool.mem_fraction is None else float(pool.mem_fraction),
-            "chunked_prefill_size": tokens,
-            "max_running_requests": None if pool.max_running is None else int(pool.max_running),
-        }
+        return common | _sglang_fields(pool, engine, tokens)
     if engine.memory_rule == "trtllm":
         return common | {
             "max_tokens_in_paged_kv_cache": int(pool.kv_pool_tokens),
@@ -89,6 +86,21 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
         "max_num_batched_tokens": tokens,
         "max_num_seqs": seqs,
         "vllm_sampler": engine.sampler,
+    }
+
+
+def _sglang_fields(pool: PoolMemory, engine: Engine, chunked_prefill: int) -> dict[str, Any]:
+    """SGLang's pool as it logs it; the state pool where a hybrid model keeps one."""
+    slots = math.inf if pool.state_slots is None else float(pool.state_slots)
+    states = math.isfinite(slots)
+    return {
+        "max_total_num_tokens": int(pool.kv_pool_tokens),
+        "mem_fraction_static": None if pool.mem_fraction is None else float(pool.mem_fraction),
+        "chunked_prefill_size": chunked_prefill,
+        "max_running_requests": None if pool.max_running is None else int(pool.max_running),
+        "max_mamba_cache_size": int(slots) if states else None,
+        "mamba_pool_bytes": int(pool.state_pool or 0) if states else None,
+        "mamba_ssm_dtype": engine.mamba_ssm_dtype if states else None,
     }
 
 

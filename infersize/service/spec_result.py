@@ -81,6 +81,11 @@ class SpecResult:
     mem_fraction_static: float | None = None  # sglang: as applied (its default for the GPU)
     chunked_prefill_size: int | None = None  # sglang: tokens per step
     max_running_requests: int | None = None  # sglang: most sequences at once
+    # sglang, hybrid models: "Mamba Cache is allocated. max_mamba_cache_size: N", the state
+    # pool's bytes per GPU and the dtype of its recurrent states
+    max_mamba_cache_size: int | None = None
+    mamba_pool_bytes: int | None = None
+    mamba_ssm_dtype: str | None = None
     max_tokens_in_paged_kv_cache: int | None = None  # trtllm: "... paged KV cache (N)"
     kv_cache_free_gpu_memory_fraction: float | None = None  # trtllm
     max_num_tokens: int | None = None  # trtllm: tokens per step and of its profiled prefill

@@ -132,8 +132,7 @@ def _render_breakdown(console: Console, r: SpecResult, units: str) -> None:
     rows = [("weights", cell(t, t.weights_bytes), cell(dr, dr.weights_bytes if dr else 0))]
     rows.append(
         (
-            f"KV cache{' in the pool' if pooled else ''} ({r.kv_dtype}, {tokens} tokens × "
-            f"{r.batch_size})",
+            f"{_kv_label(r, pooled)} ({r.kv_dtype}, {tokens} tokens × {r.batch_size})",
             cell(t, t.kv_cache_bytes),
             cell(dr, dr.kv_cache_bytes if dr else 0),
         )
@@ -205,6 +204,14 @@ def _pool_rows(r: SpecResult, scale: float) -> list[tuple[str, int | None]]:
     ]
 
 
+def _kv_label(r: SpecResult, pooled: bool) -> str:
+    """What the sequences hold: their KV cache, in the pool, and their states in a pool of
+    their own (SGLang's hybrid models)."""
+    if r.max_mamba_cache_size is not None:
+        return "KV cache and states in the pools"
+    return f"KV cache{' in the pool' if pooled else ''}"
+
+
 def _render_pool(console: Console, r: SpecResult, units: str) -> None:
     """The pool's lines as the engine logs them at start-up."""
     size = _size(r.kv_pool_bytes or 0, units)
@@ -216,6 +223,13 @@ def _render_pool(console: Console, r: SpecResult, units: str) -> None:
             f"#tokens: {r.max_total_num_tokens:,} ({size} "
             f"per GPU{pools}); max_running_requests {r.max_running_requests}",
         )
+        if r.max_mamba_cache_size is not None:
+            _next(
+                console,
+                "Mamba Cache is allocated",
+                f"max_mamba_cache_size: {r.max_mamba_cache_size:,} "
+                f"({_size(r.mamba_pool_bytes or 0, units)} per GPU; ssm state {r.mamba_ssm_dtype})",
+            )
     elif r.max_tokens_in_paged_kv_cache is not None:
         _next(
             console,

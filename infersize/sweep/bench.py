@@ -26,6 +26,7 @@ from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
 from infersize.record import record
 from infersize.service.context import max_context_tokens
+from infersize.service.resolve import ssm_state_dtype
 from infersize.sweep.plan import Plan, make_chunks
 from infersize.sweep.settings import Scoring, Setting
 
@@ -111,11 +112,17 @@ def run_loop(plan: Plan, min_cells: int, min_s: float = 1.0) -> tuple[int, float
     again and again until both `min_cells` cells and `min_s` seconds are done."""
     catalog, engine = load_catalog(), configure_engine(plan.scoring.engine)
     model = get_speedup_model(plan.scoring.speedup_model)
+    ssm_dtype = ssm_state_dtype(engine, catalog)
     done, start = 0, time.perf_counter()
     for s in plan.settings:
         gpu, kv = catalog.gpu(s.gpu), catalog.kv_dtype(s.kv_dtype)
         target = prepare_side(
-            catalog.model(s.target), catalog.weight_format(s.target_quant), kv, gpu, s.tp
+            catalog.model(s.target),
+            catalog.weight_format(s.target_quant),
+            kv,
+            gpu,
+            s.tp,
+            ssm_dtype=ssm_dtype,
         )
         draft = prepare_side(
             catalog.model(s.draft), catalog.weight_format(s.draft_quant), kv, gpu, 1

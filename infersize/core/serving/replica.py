@@ -15,8 +15,8 @@ from numpy.typing import ArrayLike
 from infersize.core.arrays import FloatArray, IntArray
 from infersize.core.deployment import DeploymentNumbers
 from infersize.core.engines import Engine
-from infersize.core.fit import deployment_memory, pool_layout
-from infersize.core.memory import KvLayout, step_traffic
+from infersize.core.fit import deployment_memory
+from infersize.core.memory import KvLayout, kv_pool_layout, step_traffic
 from infersize.core.serving.step import StepTable, step_table
 from infersize.core.serving.step_math import sequence_kv
 from infersize.core.tree import CHAIN, Tree
@@ -163,13 +163,14 @@ def kv_capacity_bytes(
 
 
 def running_limit(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree) -> int:
-    """The most sequences the engine runs at once: its setting, or (SGLang) what it derives
-    from its pool."""
-    if int(dep.profile_seqs) > 0:
-        return int(dep.profile_seqs)
-    pool = deployment_memory(dep, engine, 1, 1, draft_k, tree=tree).pool
-    running = None if pool is None else pool.max_running
-    return 1 if running is None else int(running)
+    """The most sequences the engine runs at once: SGLang's max_running_requests as it derives
+    it with its pools (its setting too is at most a third of a hybrid model's state slots),
+    else the engine's setting."""
+    if engine.memory_rule == "sglang":
+        pool = deployment_memory(dep, engine, 1, 1, draft_k, tree=tree).pool
+        if pool is not None and pool.max_running is not None:
+            return int(pool.max_running)
+    return max(int(dep.profile_seqs), 1)
 
 
 def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = CHAIN) -> Replica:
@@ -189,7 +190,7 @@ def replica(dep: DeploymentNumbers, engine: Engine, draft_k: int, tree: Tree = C
         max_num_seqs=seqs,
         max_num_batched_tokens=budget,
         kv_capacity_bytes=kv_capacity_bytes(numbers, engine, k, seqs, shape),
-        pool_kv=pool_layout(numbers.target.kv, None if draft is None else draft.kv),
+        pool_kv=kv_pool_layout(numbers.target.kv, None if draft is None else draft.kv, engine),
         target_kv=step_traffic(numbers.target.kv),
         draft_kv=None if draft is None else step_traffic(draft.kv),
         lookahead=per_seq - 1,
