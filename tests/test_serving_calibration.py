@@ -129,7 +129,83 @@ TP8_ALLREDUCE = (
     "tensor parallel 8 at batches of hundreds: the ring all-reduce over NVLink is priced too "
     "cheap, as docs/modelling.md says of TP at batch 32 (+20 % on 4 x A100)"
 )
+GLM46_STEP = (
+    "GLM-4.6 decodes alone at 14.8 ms a token on 8 x B200 under SGLang 0.5.6.post1, and the log's "
+    "inter-token gaps (median 14.82 ms, p95 15.17 ms) put all of it in the decode step, none in "
+    "prefill or scheduling stalls; the step model prices 9.9 ms. Qwen3-235B-A22B, a fit row on "
+    "the same GPUs and release, measures 10.12 ms and is priced at 9.6: the model puts the two "
+    "0.2 ms apart (GLM-4.6's 20 GB more of active BF16 weights), the runs put them 4.7 ms apart, "
+    "about 50 us a layer (92 layers) beyond the MoE-layer cost fitted to DeepSeek-R1 and "
+    "Qwen3-235B. GLM-4.6's layers differ from theirs in a 96-head attention with partial rotary "
+    "and a 160-expert grouped router beside a shared expert "
+    "(sgl-project/sglang@9a327bdfcfd88faf04c221352960ccc08c2effad: "
+    "python/sglang/srt/models/glm4_moe.py), and no public row tells which holds the cost; at 16 "
+    "and 100 clients the rows come within their bounds (-18 %)"
+)
+SPEC_HOST = (
+    "SGLang's EAGLE path (NEXTN included) turns the overlap scheduler off unless "
+    "SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding, "
+    "sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: "
+    "python/sglang/srt/server_args.py of 0.5.6, the same on the main of 2026-02-16, "
+    "@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4; none of these runs sets it), and each step runs "
+    "the drafts, the verify and a draft extend over the accepted tokens one after another "
+    "(EAGLEWorker.forward_batch_generation, python/sglang/srt/speculative/eagle_worker.py at "
+    "0.5.6): the host work of a step (the batch, the draft and verify inputs, accepting the "
+    "drafts) runs between its passes, not under them, where the presets price a 0.2 ms floor "
+    "per pass fitted on plain rows served with the overlap scheduler. A step at one client: "
+    "Qwen3.5-397B 12.4 ms measured, 9.6 priced; GLM-5 26.2 and 15.9; DeepSeek-V3.2 22.4 and "
+    "11.6. The two DSA models lose 10 ms a step where Qwen3.5 loses 3: their lightning indexer "
+    "adds to every layer of every pass a Hadamard rotation, an FP8 quantisation into its own "
+    "cache, paged MQA logits and a top-2048 selection "
+    "(python/sglang/srt/layers/attention/nsa/nsa_indexer.py at 0.5.6), kernels whose fixed "
+    "costs no fit row holds (none has DSA)"
+)
+SPEC_LOADED = (
+    "at 100 clients SGLang runs 48 requests (the max_running_requests the EAGLE path sets when "
+    "none is given, ServerArgs._handle_speculative_decoding) while the others queue (their "
+    "median TTFT of 15 and 21 s is within its bound); every step pays the host work of the "
+    "one-client rows, and the decodes also wait behind prefill passes of their own (mixed "
+    "chunked prefill is turned off under EAGLE in the same function) that the model prices well "
+    "under the logs: one prompt's TTFT at one client is 208 ms measured and 94 priced for "
+    "Qwen3.5 (its Gated DeltaNet prefill, as Qwen3-Next's SGLang rows), 282 and 195 for GLM-5"
+)
+QWEN35_PREFILL = (
+    "one prompt of bench_serving's draws (610 tokens on average) reaches its first token in "
+    "208 ms measured, 94 ms priced: Qwen3.5's 45 Gated DeltaNet layers prefill in SGLang's "
+    "Triton chunked kernels outside CUDA graphs, the cost Qwen3-Next's SGLang prefill rows miss "
+    "the same way (cookbook-qwen3next-8xb200-sharegpt-c1-ttft-p50), and under EAGLE the prompt "
+    "also passes the MTP layer's draft extend before its first token returns "
+    "(EAGLEWorker.forward_batch_generation runs forward_target_extend, then forward_draft_extend)"
+)
+QWEN35_STATE_SLOTS = (
+    "the run used SGLang's main branch of 2026-02-16, served here by the `sglang` preset's "
+    "0.5.6 rules: 0.5.6 sizes each MambaPool slot with room for the verify pass's intermediate "
+    "states (one state and one per draft token, 5 at K = 3), 118 slots on 8 x H200, so at most "
+    "118 // 3 = 39 requests run; the main of 2026-02-16 reserves those intermediate states for "
+    "max_running_requests (48) alone and gives the slots one state each "
+    "(ModelRunner.handle_max_mamba_cache, "
+    "sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4: "
+    "python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py), so 48 ran. With 39 "
+    "running the queue before the first token is too long (TTFT +52 %) and the decode steps "
+    "too short (TPOT -48 %), beside the host work and prefill passes of the rows at one client"
+)
 KNOWN_MISSES = {
+    **{f"cookbook-glm46-8xb200-1k1k-c1-{k}": GLM46_STEP for k in ("tpot-mean", "output-tps")},
+    "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c1-ttft-p50": QWEN35_PREFILL,
+    "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c1-output-tps": SPEC_HOST,
+    **{
+        f"cookbook-{m}-mtp3-{s}-{k}": SPEC_HOST
+        for m, s in (("glm5-fp8-8xh200", "1k1k-c1"), ("dsv32-exp-8xb200", "sharegpt-c1"))
+        for k in ("tpot-mean", "output-tps")
+    },
+    **{
+        f"cookbook-glm5-fp8-8xh200-mtp3-1k1k-c100-{k}": SPEC_LOADED
+        for k in ("tpot-mean", "output-tps")
+    },
+    **{
+        f"cookbook-qwen35-397b-8xh200-mtp3-1k1k-c100-{k}": QWEN35_STATE_SLOTS
+        for k in ("tpot-mean", "ttft-p50")
+    },
     **{
         f"mushfiq-mistral7b-4090-c{c}-ttft-{s}": EOS_LENGTHS
         for c in (4, 8, 16, 32)
