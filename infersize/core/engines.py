@@ -240,29 +240,35 @@ SGLANG_04 = replace(
     release="0.4.4",
     mem_fraction_rule="tp",
 )
-# SGLang 0.5.9 (PyPI, February 2026), whose rules the main of 2026-02-16 already had: the files
-# cited below are sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4's, as in the
-# release but for lines these rules do not read. The constants stay the ones fitted on 0.5.6.
+# SGLang 0.5.9 (PyPI, February 2026), whose rules the main of 2026-02-16 already had: each file
+# cited below is release 0.5.9's but for lines these rules do not read. Its mem_fraction_static
+# reserve, chunked prefill and CUDA-graph defaults and its 48 are 0.5.6's (core/sglang_pool.py).
+# The latency constants stay those fitted on 0.5.6 runs.
 SGLANG_059 = replace(
     SGLANG,
     name="sglang-0.5.9",
     description="SGLang 0.5.9, the first release to serve Qwen3.5: no speculative headroom in "
     "the pools; a hybrid model's drafter gets one state slot and its verify states per running "
-    "request, and all 48 run. Latency constants as fitted on 0.5.6 (sglang)",
+    "request, and all of them run (48 by default). Latency constants as fitted on 0.5.6 runs",
     release="0.5.9",
-    # ModelRunnerKVCacheMixin.init_memory_pool: draft_runner_cache_size is the target's
-    # max_total_num_tokens, no R · d · k + R · n + 100 (python/sglang/srt/model_executor/
-    # model_runner_kv_cache_mixin.py, since 0.5.7)
+    # init_memory_pool sets draft_runner_cache_size to the target's max_total_num_tokens, with
+    # no R · d · k + R · n + 100 (since 0.5.7;
+    # sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:
+    # python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py)
     speculative_headroom=False,
-    # handle_max_mamba_cache reserves mamba_cache_per_req · max_running_requests ·
-    # speculative_num_draft_tokens first, and with the radix cache off sizes the pool at
-    # max_running_requests; ServerArgs turns mamba_scheduler_strategy "auto" into "no_buffer"
-    # and _handle_mamba_radix_cache turns the radix cache off for Qwen3-Next and Qwen3.5 when
-    # speculating under it (python/sglang/srt/server_args.py)
+    # handle_max_mamba_cache (the same file) reserves mamba_cache_per_req · max_running_requests
+    # · speculative_num_draft_tokens first and, the radix cache off, sizes the pool at
+    # max_running_requests; init_memory_pool's ratio is then 1. ServerArgs turns
+    # mamba_scheduler_strategy "auto" into "no_buffer", under which _handle_mamba_radix_cache
+    # turns the radix cache off for Qwen3-Next and Qwen3.5 when speculating
+    # (sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:python/sglang/srt/server_args.py)
     mamba_pool_rule="reserved",
-    # mamba_ssm_dtype is None: configs/mamba_utils.py's mamba2_state_dtype takes the config's
-    # (text_config's) mamba_ssm_dtype, float32 where it has none. Qwen3.5's configs say float32
-    # and Qwen3-Next's has none: float32 for every hybrid model the catalog holds
+    # mamba_ssm_dtype defaults to None there: mamba2_state_dtype takes the model config's
+    # (text_config's) mamba_ssm_dtype, else float32
+    # (sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:
+    # python/sglang/srt/configs/mamba_utils.py). Qwen3.5's configs name float32 (Qwen3.5-0.8B's,
+    # configs/models.yaml) or none, Qwen3-Next's none: float32 for every hybrid model the
+    # catalog holds
     mamba_ssm_dtype="float32",
 )
 TRTLLM = Engine(

@@ -45,7 +45,9 @@ mamba_scheduler_strategy "auto" into "no_buffer" (__post_init__), and _handle_ma
 sets disable_radix_cache for Qwen3-Next and Qwen3.5 when speculating under no_buffer
 (python/sglang/srt/server_args.py @0.5.9); handle_max_mamba_cache then sizes the pool at
 max_running_requests, and init_memory_pool's ratio is 1, so all R run. Without a drafter the
-ratio stays 3 (3 + 0: the extra buffer is off).
+ratio stays 3 (3 + 0: the extra buffer is off). Not modelled: --mamba-scheduler-strategy
+extra_buffer, which keeps the radix cache with a drafter and makes the ratio 3 + 1 (3 + 2
+without one).
 
 mem_fraction_static budgets the weights and the pool only: activations, CUDA graphs, the draft's
 weights and the draft's own pool come out of the rest. Nothing is profiled. With EAGLE, EAGLE-3,
