@@ -239,7 +239,7 @@ def test_tensor_parallel_reports_per_gpu(runner):
         (
             ["--engine", "tgi"],
             "error: unknown engine 'tgi': choose plain, vllm, vllm-0.15, llama.cpp, sglang, "
-            "sglang-0.4, trtllm",
+            "sglang-0.4, sglang-0.5.9, trtllm",
         ),
         (
             ["--speedup-model", "magic"],

@@ -214,7 +214,7 @@ def test_an_engines_settings_are_checked_and_refused_elsewhere(settings, message
 
 def test_every_pool_rule_gives_one_token_count_per_gpu_and_setting(catalog):
     """The same deployment under each engine: a pool, its tokens as logged, and a batch limit."""
-    for name in ("vllm", "sglang", "sglang-0.4", "trtllm"):
+    for name in ("vllm", "sglang", "sglang-0.4", "sglang-0.5.9", "trtllm"):
         result = spec(catalog, EngineSettings(engine=name))
         assert result.kv_pool_tokens is not None and result.kv_pool_tokens > 100_000, name
         assert np.isfinite(result.max_concurrent_sequences or np.nan), name

@@ -100,7 +100,7 @@ def _complete(words: str) -> list[str]:
         ("infersize spec --target llama-3.1", {"llama-3.1-8b", "llama-3.1-70b"}, "qwen3-8b"),
         ("infersize spec --draft ng", {"ngram"}, "none"),
         ("infersize spec --gpu h20", {"h200"}, "h100"),
-        ("infersize spec --engine sg", {"sglang", "sglang-0.4"}, "vllm"),
+        ("infersize spec --engine sg", {"sglang", "sglang-0.4", "sglang-0.5.9"}, "vllm"),
         ("infersize spec --method eag", {"eagle", "eagle3"}, "mtp"),
         ("infersize capacity --gpu l4", {"l4"}, "a100"),
     ],

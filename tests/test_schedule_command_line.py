@@ -44,7 +44,7 @@ SEVENTY_B = [
         (
             ["--engine", "foo"],
             "unknown engine 'foo': choose plain, vllm, vllm-0.15, llama.cpp, "
-            "sglang, sglang-0.4, trtllm",
+            "sglang, sglang-0.4, sglang-0.5.9, trtllm",
         ),
         (
             ["--engine", "llama.cpp"],

@@ -224,7 +224,7 @@ def test_the_state_dtypes_are_sglangs_and_the_catalogs(catalog):
     the precision catalog by that name; the presets default to float32 and a 0.9 ratio."""
     assert ENGINE_KNOBS["mamba_ssm_dtype"].choices == ("float32", "bfloat16")
     assert [catalog.kv_dtype(name).bytes_per_element for name in ("float32", "bfloat16")] == [4, 2]
-    for name in ("sglang", "sglang-0.4"):
+    for name in ("sglang", "sglang-0.4", "sglang-0.5.9"):
         engine = get_engine(name)
         assert (engine.mamba_ssm_dtype, engine.mamba_full_memory_ratio) == ("float32", 0.9)
     for name in ("vllm", "vllm-0.15", "trtllm", "plain"):
@@ -247,7 +247,7 @@ def test_the_two_pools_share_the_rest_at_sglangs_ratio(
     in what the state pool leaves."""
     engine = get_engine("sglang")
     rest_bytes, cell = rest_gib * GIB, cell_kib * 1024
-    slot = float(sglang_pool.state_slot_bytes(state_mib * 2**20, draft_tokens))
+    slot = float(sglang_pool.state_slot_bytes(engine, state_mib * 2**20, draft_tokens))
     slots = float(sglang_pool.state_slots(engine, rest_bytes, slot, dp_ranks))
     share = rest_bytes * RATIO / (1 + RATIO) / dp_ranks
     pool = float(sglang_pool.state_pool_bytes(slots, slot))

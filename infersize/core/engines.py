@@ -1,9 +1,10 @@
 """Engine presets: the memory rules and the constants that differ between serving engines.
 
 `plain` sums the parts against the device memory; `vllm` follows vLLM V1's pool rules as of
-0.33.0, `vllm-0.15` those of 0.11-0.17 (core/vllm_pool.py); `sglang` and `sglang-0.4` size
-SGLang's pools (core/sglang_pool.py), `trtllm` TensorRT-LLM's PyTorch backend's KV cache
-(core/trtllm_pool.py). Each preset's `memory_rule` names the rule core/fit.py applies.
+0.33.0, `vllm-0.15` those of 0.11-0.17 (core/vllm_pool.py); `sglang` (0.5.6), `sglang-0.4` and
+`sglang-0.5.9` size SGLang's pools (core/sglang_pool.py), `trtllm` TensorRT-LLM's PyTorch
+backend's KV cache (core/trtllm_pool.py). Each preset's `memory_rule` names the rule core/fit.py
+applies.
 Decode and pool constants come from benchmarks/fit_engine_constants.py (the worst error relative
 to its bound over the `fit` rows of tests/data/measurements.csv), the serving constants of the
 CUDA-graph engines from benchmarks/fit_serving_constants.py (tests/data/serving_measurements.csv);
@@ -97,6 +98,11 @@ class Engine:
     # --mamba-full-memory-ratio; None: the states share the KV pool, as in vLLM)
     mamba_ssm_dtype: str | None = None
     mamba_full_memory_ratio: float | None = None
+    # where that pool keeps the verify pass's intermediate states, and how many of its slots run
+    # (core/sglang_pool.py): "per-slot" (0.5.6: in every slot; a third of the slots run) or
+    # "reserved" (0.5.9: apart, for max_running_requests; a drafter turns the radix cache off,
+    # so the pool holds one slot per running request)
+    mamba_pool_rule: str = "per-slot"
     schedule_policy: str = "fcfs"  # waiting requests in arrival order (SGLang, TensorRT-LLM)
     mixed_prefill: bool = True  # prompts' chunks beside the decodes (False: steps of their own)
     # admit a request when its first chunk fits ("first-chunk": a full pool preempts), or when
@@ -234,6 +240,37 @@ SGLANG_04 = replace(
     release="0.4.4",
     mem_fraction_rule="tp",
 )
+# SGLang 0.5.9 (PyPI, February 2026), whose rules the main of 2026-02-16 already had: each file
+# cited below is release 0.5.9's but for lines these rules do not read. Its mem_fraction_static
+# reserve, chunked prefill and CUDA-graph defaults and its 48 are 0.5.6's (core/sglang_pool.py).
+# The latency constants stay those fitted on 0.5.6 runs.
+SGLANG_059 = replace(
+    SGLANG,
+    name="sglang-0.5.9",
+    description="SGLang 0.5.9, the first release to serve Qwen3.5: no speculative headroom in "
+    "the pools; a hybrid model's drafter gets one state slot and its verify states per running "
+    "request, and all of them run (48 by default). Latency constants as fitted on 0.5.6 runs",
+    release="0.5.9",
+    # init_memory_pool sets draft_runner_cache_size to the target's max_total_num_tokens, with
+    # no R · d · k + R · n + 100 (since 0.5.7;
+    # sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:
+    # python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py)
+    speculative_headroom=False,
+    # handle_max_mamba_cache (the same file) reserves mamba_cache_per_req · max_running_requests
+    # · speculative_num_draft_tokens first and, the radix cache off, sizes the pool at
+    # max_running_requests; init_memory_pool's ratio is then 1. ServerArgs turns
+    # mamba_scheduler_strategy "auto" into "no_buffer", under which _handle_mamba_radix_cache
+    # turns the radix cache off for Qwen3-Next and Qwen3.5 when speculating
+    # (sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:python/sglang/srt/server_args.py)
+    mamba_pool_rule="reserved",
+    # mamba_ssm_dtype defaults to None there: mamba2_state_dtype takes the model config's
+    # (text_config's) mamba_ssm_dtype, else float32
+    # (sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:
+    # python/sglang/srt/configs/mamba_utils.py). Qwen3.5's configs name float32 (Qwen3.5-0.8B's,
+    # configs/models.yaml) or none, Qwen3-Next's none: float32 for every hybrid model the
+    # catalog holds
+    mamba_ssm_dtype="float32",
+)
 TRTLLM = Engine(
     name="trtllm",
     description="TensorRT-LLM's PyTorch backend (KvCacheCreator): free_gpu_memory_fraction of "
@@ -281,6 +318,7 @@ ENGINES: dict[str, Engine] = {
     ),
     "sglang": SGLANG,
     "sglang-0.4": SGLANG_04,
+    "sglang-0.5.9": SGLANG_059,
     "trtllm": TRTLLM,
 }
 

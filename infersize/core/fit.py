@@ -278,7 +278,7 @@ class _Sized:
 
 def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: FloatArray) -> _Parts:
     """SGLang: ⌊(free at start · mem_fraction_static − W − the state pool) / cell⌋ tokens, grown
-    by one step's draft slots when speculating (core/sglang_pool.py)."""
+    by one step's draft slots when speculating up to 0.5.6 (core/sglang_pool.py)."""
     target, draft = dep.target, dep.draft
     overhead = mem.overhead_bytes(engine, dep.tp)
     chunked = floats(dep.profile_tokens)
@@ -291,13 +291,13 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
     rest = sglang_pool.rest_bytes(usable - overhead, fraction, target.weights_bytes)
     drafting = floats(cells.spec_k > 0) * (0.0 if draft is None else 1.0)  # n-gram too
     verify = cells.tree.verify_tokens(cells.spec_k)
-    slot = sglang_pool.state_slot_bytes(target.kv.state_bytes_per_sequence, verify * drafting)
     dp_ranks = floats(dep.tp) if engine.dp_attention else 1.0
-    slots = sglang_pool.state_slots(engine, rest, slot, dp_ranks)
-    state_pool = sglang_pool.state_pool_bytes(slots, slot)
-    profiled = sglang_pool.profiled_tokens(rest - state_pool, _cell(target))
+    states = sglang_pool.state_pool(
+        engine, rest, target.kv.state_bytes_per_sequence, verify * drafting, dp_ranks
+    )
+    profiled = sglang_pool.profiled_tokens(rest - states.pool_bytes, _cell(target))
     running = sglang_pool.running_requests(
-        engine, np.maximum(profiled, 0.0), target.context_window, drafting, slots
+        engine, np.maximum(profiled, 0.0), target.context_window, drafting, states.slots
     )
     grown = sglang_pool.speculative_headroom(running, cells.spec_k, cells.tree.topk, verify) * (
         on_gpu * (cells.spec_k > 0) * engine.speculative_headroom
@@ -312,9 +312,9 @@ def _sglang(dep: DeploymentNumbers, engine: Engine, cells: _Cells, usable: Float
         overhead=overhead,
         fraction=fraction,
         running=running,
-        state_pool=state_pool,
-        state_slots=slots,
-        state_slot_bytes=floats(np.where(np.isfinite(slots), slot, 0.0)),
+        state_pool=states.pool_bytes,
+        state_slots=states.slots,
+        state_slot_bytes=states.request_bytes,
     )
     return _fixed_pool(dep, engine, cells, usable, sized)
 

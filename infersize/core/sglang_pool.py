@@ -1,7 +1,9 @@
 """SGLang's KV pools: how many tokens it allocates, and its scheduler's defaults.
 
 Rules read from SGLang's source (sgl-project/sglang; `@0.5.6` is release 0.5.6.post2,
-5c8bd8b51b53b9b39eb1edec582ee43b21002106; `@0.4.0` is f8b0326934bacb7a7d4eba68fb6eddebaa6ff751):
+5c8bd8b51b53b9b39eb1edec582ee43b21002106; `@0.4.0` is f8b0326934bacb7a7d4eba68fb6eddebaa6ff751;
+`@0.5.9` is the main of 2026-02-16, f9c3def7fe464a19d8321474a4e149a3a8d3dcc4, whose files these
+rules read are release 0.5.9's, as PyPI ships it, but for lines none of them reads):
 
   max_total_num_tokens = ⌊(M_start · mem_fraction_static − W) / cell⌋
     M_start  the free memory SGLang measures once the CUDA context and NCCL are up, before any
@@ -14,8 +16,8 @@ Rules read from SGLang's source (sgl-project/sglang; `@0.5.6` is release 0.5.6.p
 
 A hybrid model's linear-attention (Gated DeltaNet) layers keep no per-token KV: the cell counts
 its full-attention layers only, and their fixed state per request lies in a pool of its own, the
-MambaPool, carved out of the same rest first (ModelRunner.handle_max_mamba_cache @0.5.6, the
-radix cache on, SGLang's default):
+MambaPool, carved out of the same rest first (ModelRunner.handle_max_mamba_cache). Under the
+`per-slot` rule (@0.5.6, the radix cache on, SGLang's default):
 
   slots = ⌊rest · r / (1 + r) / (state · (1 + n))⌋, then // the attention data-parallel ranks
   max_total_num_tokens = ⌊(rest − slots · state · (1 + n)) / cell⌋
@@ -29,29 +31,49 @@ radix cache on, SGLang's default):
   init_memory_pool), which bounds max_running_requests, the user's and the speculative 48
   included (TpModelWorker: min(them, req_to_token_pool.size)).
 
+Under the `reserved` rule (@0.5.9, python/sglang/srt/model_executor/
+model_runner_kv_cache_mixin.py) a drafter's intermediate states come out of the rest first, for
+R = max_running_requests (the user's, else the 48 of speculation) // the data-parallel ranks, and
+a slot holds one state (MambaPool's intermediate caches hold max_num_reqs rows):
+
+  rest' = rest − state · R · n
+  slots = R with a drafter, else ⌊rest' · r / (1 + r) / state⌋ (not split over DP ranks)
+  max_total_num_tokens = ⌊(rest' − slots · state) / cell⌋
+
+With a drafter the pool holds R slots because the radix cache is off: ServerArgs turns
+mamba_scheduler_strategy "auto" into "no_buffer" (__post_init__), and _handle_mamba_radix_cache
+sets disable_radix_cache for Qwen3-Next and Qwen3.5 when speculating under no_buffer
+(python/sglang/srt/server_args.py @0.5.9); handle_max_mamba_cache then sizes the pool at
+max_running_requests, and init_memory_pool's ratio is 1, so all R run. Without a drafter the
+ratio stays 3 (3 + 0: the extra buffer is off). Not modelled: --mamba-scheduler-strategy
+extra_buffer, which keeps the radix cache with a drafter and makes the ratio 3 + 1 (3 + 2
+without one).
+
 mem_fraction_static budgets the weights and the pool only: activations, CUDA graphs, the draft's
 weights and the draft's own pool come out of the rest. Nothing is profiled. With EAGLE, EAGLE-3,
 MTP (NEXTN) or a draft model (STANDALONE) the draft keeps a pool of the same token count over
 its own layers, and from 0.4.3.post3 to 0.5.6 both pools grow by the slots one step's drafts
 write: R · d · k + R · n + 100 tokens, R the running requests (ModelRunner.init_memory_pool
-@0.5.6, draft_runner_cache_size). N-gram lookup keeps no pool.
+@0.5.6, draft_runner_cache_size); from 0.5.7 draft_runner_cache_size is the target's count as
+profiled (init_memory_pool @0.5.9). N-gram lookup keeps no pool.
 
 Defaults when the user sets none (python/sglang/srt/server_args.py):
   mem_fraction_static  0.4.x (`tp` rule, ServerArgs.__post_init__ @0.4.0): 0.88 at TP 1, 0.87
       at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16. 0.5.3+ (`reserve` rule,
-      ServerArgs._handle_gpu_memory_settings @0.5.6): reserved = 512 + 1.5 · max(chunked
-      prefill, 2048) + 2 · cuda_graph_max_bs + 1024 · TP / 8 MiB, at least 10 GiB on GPUs over
-      60 GiB, + 2 GiB for EAGLE-family heads, + 6 GiB for a draft model; round((G − reserved)
-      / G, 3) with G the GPU's memory in MiB.
-  chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160, else 16384 (@0.5.6);
-      2048 below 25,000 MiB, else 8192 (@0.4.0).
+      ServerArgs._handle_gpu_memory_settings @0.5.6, the same @0.5.9): reserved = 512 + 1.5 ·
+      max(chunked prefill, 2048) + 2 · cuda_graph_max_bs + 1024 · TP / 8 MiB, at least 10 GiB
+      on GPUs over 60 GiB, + 2 GiB for EAGLE-family heads, + 6 GiB for a draft model;
+      round((G − reserved) / G, 3) with G the GPU's memory in MiB.
+  chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160, else 16384 (@0.5.6,
+      @0.5.9); 2048 below 25,000 MiB, else 8192 (@0.4.0).
   cuda_graph_max_bs (the 0.5.3+ reserve reads it) 8 below 20 GiB; 24 (80 from TP 4) below 35;
-      32 (160) below 60; 256 (512) below 160; else 512.
+      32 (160) below 60; 256 (512) below 160; else 512 (@0.5.6, @0.5.9).
   max_running_requests min(⌊pool / 2⌋, the request slots min(max(⌊pool · 512 / context⌋,
-      2048), 4096)) (TpModelWorker.__init__, ModelRunner.init_memory_pool @0.5.6); 48 when
-      speculating (ServerArgs._handle_speculative_decoding, from 0.4.4.post4).
+      2048), 4096)) (TpModelWorker.__init__, ModelRunner.init_memory_pool @0.5.6; ModelRunner
+      @0.5.9); 48 when speculating (ServerArgs._handle_speculative_decoding, from 0.4.4.post4).
   mamba_ssm_dtype "float32", mamba_full_memory_ratio 0.9 (@0.5.6; the `sglang-0.4` preset
-      keeps them: no 0.4 release ran a hybrid model).
+      keeps them: no 0.4 release ran a hybrid model). @0.5.9 mamba_ssm_dtype is None, the
+      model config's (configs/mamba_utils.py, mamba2_state_dtype), float32 where it has none.
 """
 
 from __future__ import annotations
@@ -61,6 +83,7 @@ from numpy.typing import ArrayLike
 
 from infersize.core.arrays import FloatArray, floats
 from infersize.core.engines import Engine
+from infersize.record import record
 
 MIB = 2.0**20
 GIB = 2.0**30
@@ -148,31 +171,115 @@ def rest_bytes(free_at_start: ArrayLike, mem_fraction: ArrayLike, weights: Array
     return floats(floats(free_at_start) * floats(mem_fraction) - floats(weights))
 
 
-def state_slot_bytes(state_bytes: ArrayLike, draft_tokens: ArrayLike) -> FloatArray:
-    """One request's slot of the state pool: its state, and as many again for each token a
-    speculative step verifies (MambaPool's intermediate states and conv windows)."""
+def requested_running(engine: Engine, speculating: ArrayLike) -> FloatArray:
+    """max_running_requests as ServerArgs leaves it: the user's, else 48 when speculating
+    (_handle_speculative_decoding), else 0 (none: the pool sets it)."""
+    drafting = floats(speculating) > 0
+    if engine.max_running_requests is not None:
+        return floats(np.full(drafting.shape, float(engine.max_running_requests)))
+    return floats(np.where(drafting, SPECULATIVE_RUNNING_REQUESTS, 0.0))
+
+
+def radix_cache_off(engine: Engine, speculating: ArrayLike) -> FloatArray:
+    """1 where SGLang turns a hybrid model's radix cache off: a drafter under the `reserved`
+    rule (no_buffer strategy, @0.5.9); 0 elsewhere."""
+    reserved = engine.mamba_pool_rule == "reserved"
+    return floats((floats(speculating) > 0) & reserved)
+
+
+def request_state_bytes(state_bytes: ArrayLike, draft_tokens: ArrayLike) -> FloatArray:
+    """What a running request holds in the state pool: its state, and as many again for each
+    token a speculative step verifies (MambaPool's intermediate states and conv windows)."""
     return floats(floats(state_bytes) * (1.0 + floats(draft_tokens)))
 
 
-def state_slots(
-    engine: Engine, rest: ArrayLike, slot_bytes: ArrayLike, dp_ranks: ArrayLike
+def state_slot_bytes(engine: Engine, state_bytes: ArrayLike, draft_tokens: ArrayLike) -> FloatArray:
+    """One slot of the state pool (max_mamba_cache_size counts them): a request's whole share
+    under the `per-slot` rule, its state alone under `reserved`."""
+    if engine.mamba_pool_rule == "per-slot":
+        return request_state_bytes(state_bytes, draft_tokens)
+    return floats(state_bytes)
+
+
+def reserved_state_bytes(
+    engine: Engine,
+    state_bytes: ArrayLike,
+    draft_tokens: ArrayLike,
+    requested: ArrayLike,
+    dp_ranks: ArrayLike,
 ) -> FloatArray:
-    """max_mamba_cache_size: ⌊rest · r / (1 + r) / slot⌋ // dp_ranks, none below 0; infinite
-    (no bound) for a model without linear-attention state, or an engine that keeps the states
-    in its KV pool."""
+    """The verify pass's intermediate states the `reserved` rule takes from the rest before the
+    split: state · (max_running_requests // DP ranks) · n; none under `per-slot`."""
+    if engine.mamba_pool_rule != "reserved":
+        return floats(0.0)
+    running = np.floor(floats(requested) / floats(dp_ranks))
+    return floats(floats(state_bytes) * running * floats(draft_tokens))
+
+
+def state_slots(
+    engine: Engine,
+    rest: ArrayLike,
+    slot_bytes: ArrayLike,
+    dp_ranks: ArrayLike,
+    requested: ArrayLike = 0.0,
+    speculating: ArrayLike = 0.0,
+) -> FloatArray:
+    """max_mamba_cache_size: ⌊rest · r / (1 + r) / slot⌋ (// dp_ranks under `per-slot`), none
+    below 0, or max_running_requests // dp_ranks where the radix cache is off; infinite (no
+    bound) for a model without linear-attention state, or an engine that keeps the states in
+    its KV pool."""
     slot = floats(slot_bytes)
     ratio = engine.mamba_full_memory_ratio
     if ratio is None:
         return floats(np.full_like(slot, np.inf))
     memory = np.maximum(floats(rest), 0.0) * ratio / (1.0 + ratio)
-    slots = np.floor(np.floor(memory / np.maximum(slot, 1e-9)) / floats(dp_ranks))
+    slots = np.floor(memory / np.maximum(slot, 1e-9))
+    if engine.mamba_pool_rule == "per-slot":
+        slots = np.floor(slots / floats(dp_ranks))
+    by_setting = np.floor(floats(requested) / floats(dp_ranks))
+    slots = np.where(radix_cache_off(engine, speculating) > 0, by_setting, slots)
     return floats(np.where(slot > 0, slots, np.inf))
 
 
-def state_pool_bytes(slots: ArrayLike, slot_bytes: ArrayLike) -> FloatArray:
-    """The state pool's memory: slots · slot (0 where it holds none)."""
+def state_pool_bytes(
+    slots: ArrayLike, slot_bytes: ArrayLike, reserved: ArrayLike = 0.0
+) -> FloatArray:
+    """The state pool's memory: slots · slot and the reserved intermediate states (0 where it
+    holds none)."""
     count = floats(slots)
-    return floats(np.where(np.isfinite(count), count, 0.0) * floats(slot_bytes))
+    held = np.isfinite(count)
+    return floats(np.where(held, count, 0.0) * floats(slot_bytes) + held * floats(reserved))
+
+
+@record
+class StatePool:
+    """A hybrid model's state pool beside the KV pool (MambaPool)."""
+
+    slots: FloatArray  # max_mamba_cache_size; infinite where there is no pool
+    pool_bytes: FloatArray  # the slots and any reserved intermediate states
+    request_bytes: FloatArray  # what a running request holds of it; 0 where there is no pool
+
+
+def state_pool(
+    engine: Engine,
+    rest: ArrayLike,
+    state_bytes: ArrayLike,
+    draft_tokens: ArrayLike,
+    dp_ranks: ArrayLike,
+) -> StatePool:
+    """The state pool the engine's rule carves out of the rest before the KV pool; a drafter
+    verifies `draft_tokens` (0: none)."""
+    speculating = floats(floats(draft_tokens) > 0)
+    requested = requested_running(engine, speculating)
+    reserved = reserved_state_bytes(engine, state_bytes, draft_tokens, requested, dp_ranks)
+    slot = state_slot_bytes(engine, state_bytes, draft_tokens)
+    slots = state_slots(engine, floats(rest) - reserved, slot, dp_ranks, requested, speculating)
+    share = request_state_bytes(state_bytes, draft_tokens)
+    return StatePool(
+        slots=slots,
+        pool_bytes=state_pool_bytes(slots, slot, reserved),
+        request_bytes=floats(np.where(np.isfinite(slots), share, 0.0)),
+    )
 
 
 def profiled_tokens(kv_rest: ArrayLike, cell: ArrayLike) -> FloatArray:
@@ -191,15 +298,15 @@ def running_requests(
     slots: ArrayLike = np.inf,
 ) -> FloatArray:
     """max_running_requests: the user's, else 48 when speculating, else min(pool / 2, the
-    request slots); at most a third of the state pool's `slots`."""
-    by_state = np.floor(floats(slots) / STATE_SLOTS_PER_REQUEST)
-    if engine.max_running_requests is not None:
-        return floats(np.minimum(float(engine.max_running_requests), by_state))
+    request slots); at most the state pool's `slots` // 3, or all of them where the radix cache
+    is off (init_memory_pool's ratio 1)."""
+    per_request = np.where(radix_cache_off(engine, speculating) > 0, 1.0, STATE_SLOTS_PER_REQUEST)
+    by_state = np.floor(floats(slots) / per_request)
+    requested = requested_running(engine, speculating)
     pool = floats(pool_tokens)
     requests = np.clip(np.floor(pool * 512.0 / np.maximum(floats(context_window), 1.0)), 2048, 4096)
     plain = np.minimum(np.floor(pool / 2.0), requests)
-    chosen = np.where(floats(speculating) > 0, SPECULATIVE_RUNNING_REQUESTS, plain)
-    return floats(np.minimum(chosen, by_state))
+    return floats(np.minimum(np.where(requested > 0, requested, plain), by_state))
 
 
 def speculative_headroom(
