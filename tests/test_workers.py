@@ -184,3 +184,23 @@ def test_workers_start_deaf_to_a_hangup_and_ctrl_c_of_the_group():
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert {"SIGHUP", "SIGINT"} <= set(json.loads(done.stdout)), done.stdout
+
+
+def test_stopping_the_workers_leaves_the_callers_other_children_alone():
+    """A run that fails or is interrupted kills its loky workers, never the processes its
+    caller started itself (run_sweep is called from Python too)."""
+    probe = (
+        "import multiprocessing, time\n"
+        "from infersize.sweep.workers import loky_workers, stop_workers\n"
+        "if __name__ == '__main__':\n"
+        "    other = multiprocessing.get_context('spawn').Process(target=time.sleep, args=(30,))\n"
+        "    other.start()\n"
+        "    loky_workers(1).submit(time.sleep, 0.01).result()\n"
+        "    stop_workers(wait=True)\n"
+        "    print(other.is_alive(), other.exitcode)\n"
+        "    other.kill()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["True", "None"], done.stdout + done.stderr

@@ -224,11 +224,14 @@ WORKER_EXIT_S = 5.0  # how long a killed worker, then the manager thread, may ta
 
 
 def _kill_workers() -> bool:
-    """SIGKILL this process's worker processes and wait for them to end; whether any was."""
+    """SIGKILL this process's loky worker processes (its other children are left alone) and
+    wait for them to end; whether any was."""
     import multiprocessing
     import signal
 
-    workers = multiprocessing.active_children()
+    from joblib.externals.loky.backend.process import LokyProcess
+
+    workers = [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
     for worker in workers:
         if worker.pid is not None:
             with contextlib.suppress(ProcessLookupError):
