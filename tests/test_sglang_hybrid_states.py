@@ -219,6 +219,21 @@ def test_a_state_dtype_sglang_does_not_take_is_one_line_and_exit_2(runner, extra
     assert result.stderr == message + "\n"
 
 
+CAPACITY_ASK = ["capacity", "--request-rate", "1", "--input-tokens", "100", "--output-tokens", "99"]
+
+
+@pytest.mark.parametrize("command", [["spec"], CAPACITY_ASK])
+def test_a_state_dtype_for_a_model_without_linear_attention_is_one_line_and_exit_2(runner, command):
+    """Llama-3.1-8B has no linear-attention layer: the setting would change nothing."""
+    args = ["--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100", "--engine", "sglang"]
+    result = runner.invoke(app, [*command, *args, "--mamba-ssm-dtype", "bfloat16"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: --mamba-ssm-dtype applies to models with linear-attention layers: "
+        "llama-3.1-8b has none\n"
+    )
+
+
 def test_the_state_dtypes_are_sglangs_and_the_catalogs(catalog):
     """MAMBA_SSM_DTYPE_CHOICES = ["float32", "bfloat16"] (server_args.py), each a KV dtype of
     the precision catalog by that name; the presets default to float32 and a 0.9 ratio."""

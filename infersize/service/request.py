@@ -165,6 +165,19 @@ def _check_draft_k(draft_k: int, dep: Deployment) -> None:
         )
 
 
+def _check_state_dtype(req: SpecRequest, dep: Deployment) -> None:
+    """--mamba-ssm-dtype sets the state of linear-attention layers: on a deployment without
+    any it would change nothing, which is a mistake worth saying."""
+    if "mamba_ssm_dtype" not in dict(req.engine.given):
+        return
+    sides = (dep.target, dep.draft) if dep.draft is not None else (dep.target,)
+    if all(side.model.linear_attention is None for side in sides):
+        raise ValueRangeError(
+            "mamba_ssm_dtype",
+            f"applies to models with linear-attention layers: {dep.target.model.id} has none",
+        )
+
+
 def default_speedup_model(latency_ratio: float | None) -> str:
     """Leviathan's batch-1 theorem when the user gives γ; otherwise the roofline model, which
     prices verification at the batch asked."""
@@ -296,6 +309,7 @@ def prepare(req: SpecRequest, catalog: Catalog) -> Prepared:
     dep = resolve_deployment(req.deployment, catalog, engine)
     _check_context(req.context_length, dep)
     _check_draft_k(req.draft_k, dep)
+    _check_state_dtype(req, dep)
     tree = _tree(req, engine, model)
     asked = req.acceptance_rate
     if req.acceptance_length is not None:
