@@ -125,7 +125,12 @@ def run_loop(plan: Plan, min_cells: int, min_s: float = 1.0) -> tuple[int, float
             ssm_dtype=ssm_dtype,
         )
         draft = prepare_side(
-            catalog.model(s.draft), catalog.weight_format(s.draft_quant), kv, gpu, 1
+            catalog.model(s.draft),
+            catalog.weight_format(s.draft_quant),
+            kv,
+            gpu,
+            1,
+            ssm_dtype=ssm_dtype,
         )
         dep = deployment_numbers(target, draft, gpu, engine=engine)
         for c in plan.contexts:
