@@ -313,6 +313,9 @@ class Gpu(Record):
     fp4_tflops: PositiveFloat | None = None
     interconnect: str | None = None
     interconnect_gb_per_s: PositiveFloat | None = None
+    # measured all-reduce bus bandwidth (nccl-tests' busbw: 2(n-1)/n · bytes / time beyond the
+    # latency) where a source gives one; None: the interconnect's one-direction line rate
+    allreduce_bus_gb_per_s: PositiveFloat | None = None
     price_usd_per_hour: Annotated[float, Check(ge=0)] | None = None
     price_source: str | None = None
     sources: list[str] = field(default_factory=list)

@@ -62,7 +62,10 @@ class Engine:
     # routed experts over `ep` groups of ranks (1: split over all); attention data parallel
     ep: int = 1
     dp_attention: bool = False
-    allreduce_latency_s: float = 2.5e-5  # per all-reduce under tensor parallel (NCCL small msg)
+    # per all-reduce under tensor parallel, beside its bytes over Gpu.allreduce_bus_gb_per_s:
+    # 8 x H100 NCCL 19-25 us up to 512 KB, 25.9 us at 0 bytes of the 1-16 MB line
+    # (ByteDance-Seed/Triton-distributed#57)
+    allreduce_latency_s: float = 2.5e-5
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
     memory_rule: str = "sum"  # sum | vllm | sglang | trtllm: how core/fit.py sizes memory
     release: str = ""  # the engine release whose rules the preset follows

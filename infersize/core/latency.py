@@ -54,7 +54,7 @@ class StepCost:
     tp: Num
     bandwidth_bytes_per_s: Num
     peak_flops: Num
-    link_bytes_per_s: Num  # one direction, per GPU
+    link_bytes_per_s: Num  # all-reduce bus bandwidth, per GPU (allreduce_bus_bytes_per_s)
     moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
     mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
     compute_bits: Num = 16.0  # the matmuls' input width: 16, 8 (FP8, INT8) or 4 (FP4)
@@ -105,8 +105,6 @@ def step_cost(
     expert_bytes = weights.linear * counts.mlp_routed / counts.linear if counts.linear else 0.0
     moe = model.moe
     active = (counts.attention + counts.mlp_active + _head_matmul(model, counts)) * share
-    # marketed figures are bidirectional; without one, PCIe Gen4 x16 (64 GB/s both ways)
-    link = (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
     return StepCost(
         compute_bits=16.0 if weight_only else COMPUTE_BITS.get(fmt.compute_dtype, 16.0),
         moe_layers=moe_layer_count(model),
@@ -125,8 +123,18 @@ def step_cost(
         peak_flops=gpu.peak_flops("fp16") * WEIGHT_ONLY_COMPUTE_EFFICIENCY
         if weight_only
         else gpu.peak_flops(fmt.compute_dtype),
-        link_bytes_per_s=link,
+        link_bytes_per_s=allreduce_bus_bytes_per_s(gpu),
     )
+
+
+def allreduce_bus_bytes_per_s(gpu: Gpu) -> float:
+    """The bus bandwidth a ring all-reduce's 2(n-1)/n · message bytes per GPU move at: the
+    measured one where the catalog has it (8 x H100 NVLink: 279.5 GB/s, 62 % of the 450 GB/s
+    line rate, configs/gpus.yaml), else the interconnect's one-direction line rate (marketed
+    figures are bidirectional; without one, PCIe Gen4 x16, 64 GB/s both ways)."""
+    if gpu.allreduce_bus_gb_per_s is not None:
+        return gpu.allreduce_bus_gb_per_s * 1e9
+    return (gpu.interconnect_gb_per_s or PCIE4_X16_GB_PER_S) * 1e9 / 2
 
 
 def moe_layer_count(model: Model) -> int:
