@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from infersize.core.deployment import deployment_numbers, prepare_side
-from infersize.core.latency import PassLoad, pass_seconds, step_time_s
+from infersize.core.latency import PassLoad, allreduce_bus_bytes_per_s, pass_seconds, step_time_s
 from infersize.core.memory import kv_cache_bytes, step_traffic
 from infersize.core.serving.replica import replica
 from infersize.core.serving.step import decode_batch, engine_step_seconds
@@ -94,3 +94,24 @@ def test_a_linear_attention_state_is_read_and_written_back_every_step(catalog, v
     served = replica(dep, vllm, 0)
     assert served.target_kv.state_bytes_per_sequence == 2 * state
     assert served.pool_kv.state_bytes_per_sequence == state
+
+
+def test_allreduce_bus_bandwidth_is_the_measured_one_on_nvlink4_else_the_line_rate(catalog):
+    # 8 x H100 NCCL (ByteDance-Seed/Triton-distributed#57): 32.42 us at 1 MiB, 135.68 at 16 MiB
+    slope_s_per_byte = (135.68e-6 - 32.42e-6) / (15 * 2**20)
+    measured = 2 * 7 / 8 / slope_s_per_byte
+    for gpu in ("h100-sxm", "h200-sxm"):
+        assert allreduce_bus_bytes_per_s(catalog.gpu(gpu)) == pytest.approx(measured, rel=2e-3)
+    assert allreduce_bus_bytes_per_s(catalog.gpu("a100-80gb-sxm")) == 300e9  # 600 both ways
+    assert allreduce_bus_bytes_per_s(catalog.gpu("l40s")) == 32e9  # PCIe Gen4 x16
+
+
+def test_tp8_allreduce_time_follows_the_measured_h100_curve(catalog, plain):
+    # two all-reduces a layer of tokens · 8192 · 2 bytes: the step difference between 64 and
+    # 1,024 new tokens (1 and 16 MiB messages) holds the all-reduce's 103.26 us of the table
+    cost = side(catalog, "llama-3.1-70b", gpu="h100-sxm", tp=8).numbers.cost
+    loads = [PassLoad(tokens=float(t), kv_bytes=0.0, attended=0.0) for t in (64, 1024)]
+    t_small, t_large = (float(pass_seconds(cost, plain, load)) for load in loads)
+    compute = 960 * cost.flops_per_token / (cost.peak_flops * plain.mfu)
+    allreduce = (t_large - t_small - compute) / (2 * cost.layers)
+    assert allreduce == pytest.approx(135.68e-6 - 32.42e-6, rel=0.01)

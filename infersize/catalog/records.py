@@ -174,8 +174,7 @@ class Model(Record):
     embedding_from_target: bool = False
     lm_head_from_target: bool = False
     final_norm: bool = True
-    # What kind of speculator this is (None: a model of its own, usable as a draft model);
-    # core/heads.py counts each kind's structure
+    # the speculator's kind (None: a model of its own, a draft); core/heads.py counts its parts
     speculator: SpeculatorKind | None = None
     speculator_for: list[str] = field(
         default_factory=list
@@ -313,9 +312,7 @@ class Gpu(Record):
     fp4_tflops: PositiveFloat | None = None
     interconnect: str | None = None
     interconnect_gb_per_s: PositiveFloat | None = None
-    # measured all-reduce bus bandwidth (nccl-tests' busbw: 2(n-1)/n · bytes / time beyond the
-    # latency) where a source gives one; None: the interconnect's one-direction line rate
-    allreduce_bus_gb_per_s: PositiveFloat | None = None
+    allreduce_bus_gb_per_s: PositiveFloat | None = None  # measured busbw (None: line rate)
     price_usd_per_hour: Annotated[float, Check(ge=0)] | None = None
     price_source: str | None = None
     sources: list[str] = field(default_factory=list)

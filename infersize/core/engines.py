@@ -63,7 +63,7 @@ class Engine:
     ep: int = 1
     dp_attention: bool = False
     # per all-reduce under tensor parallel, beside its bytes over Gpu.allreduce_bus_gb_per_s:
-    # 8 x H100 NCCL 19-25 us up to 512 KB, 25.9 us at 0 bytes of the 1-16 MB line
+    # 8 x H100 NCCL 19-25 us up to 512 KB, 25.5 us at 0 bytes of the 1-16 MiB line
     # (ByteDance-Seed/Triton-distributed#57)
     allreduce_latency_s: float = 2.5e-5
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)

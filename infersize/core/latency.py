@@ -129,7 +129,7 @@ def step_cost(
 
 def allreduce_bus_bytes_per_s(gpu: Gpu) -> float:
     """The bus bandwidth a ring all-reduce's 2(n-1)/n · message bytes per GPU move at: the
-    measured one where the catalog has it (8 x H100 NVLink: 279.5 GB/s, 62 % of the 450 GB/s
+    measured one where the catalog has it (8 x H100 NVLink: 266.6 GB/s, 59 % of the 450 GB/s
     line rate, configs/gpus.yaml), else the interconnect's one-direction line rate (marketed
     figures are bidirectional; without one, PCIe Gen4 x16, 64 GB/s both ways)."""
     if gpu.allreduce_bus_gb_per_s is not None:
