@@ -129,7 +129,7 @@ def test_the_json_keeps_its_keys(runner):
     assert [b["draft_k"] for b in data["buckets"]] == [4, 3, 2]
     assert data["config"]["speculative_config"]["draft_len_schedule"] == {
         "3": 4,
-        "51": 3,
+        "48": 3,
         "2048": 2,
     }
 
