@@ -14,7 +14,7 @@ from infersize.catalog.store import load_catalog
 from infersize.core.engines import EngineSettings
 from infersize.core.serving.sla import parse_sla
 from infersize.service.capacity.arm import make_arm
-from infersize.service.capacity.confirm import leaders
+from infersize.service.capacity.confirm import Row, leaders, rate_leaders
 from infersize.service.capacity.fleet import replicas_for
 from infersize.service.capacity.request import (
     CapacityRequest,
@@ -144,6 +144,30 @@ def test_a_row_without_speculation_keeps_its_best_k_scaled_as_a_speculative_rows
     assert best_k_rate(9.0, base=4.0, base_screened=0.0) == 4.0
     assert best_k_rate(9.0, base=0.0, base_screened=12.0) is None
     assert best_k_rate(None, base=4.0, base_screened=12.0) is None
+
+
+def _answer(capacity: float) -> RowAnswer:
+    arm = RowArm(max_request_rate=capacity, interval=None, latency_ms={})
+    return RowAnswer(draft_k=2, baseline=arm, speculative=arm, simulated=False)
+
+
+def test_at_each_target_rate_the_rows_of_fewest_gpus_lead():
+    """best --request-rate takes the fewest GPUs at the rate asked, in whole replicas: at 5
+    requests/s a TP 1 replica of 0.5623 requests/s needs ceil(5 / 0.5623) = 9 GPUs, a TP 2
+    replica of 1.2329 needs ceil(5 / 1.2329) = 5 replicas, 10 GPUs, though it serves more per
+    GPU (0.616 against 0.562); at 1 request/s the TP 2 replica needs 2 GPUs, the TP 1 row 2."""
+    rows = [
+        Row(request=None, rates=(1.0, 5.0), group="g", tp=1),
+        Row(request=None, rates=(1.0, 5.0), group="g", tp=2),
+        Row(request=None, rates=(1.0, 5.0), group="g", tp=1),
+    ]
+    answers = [_answer(0.5623), _answer(1.2329), _answer(0.30)]
+    assert leaders({1: 1.2329 / 2, 0: 0.5623, 2: 0.30}, 1) == {1}  # per GPU alone misses row 0
+    assert rate_leaders([0, 1, 2], answers, rows, 1.0, 1) == {0, 1}
+    # at 1 request/s rows 0 and 1 both need 2 GPUs: the higher capacity per replica leads
+    assert rate_leaders([0, 1, 2], answers, rows, 1.0, 0) == set()
+    no_sla = [_answer(0.0), _answer(0.0), _answer(0.0)]
+    assert rate_leaders([0, 1, 2], no_sla, rows, 1.0, 2) == set()
 
 
 def test_the_leaders_are_the_top_rows_and_every_row_that_ties_one():

@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from infersize.catalog.store import Catalog
 from infersize.record import record
 from infersize.service.capacity.breakeven import break_even_rate
+from infersize.service.capacity.fleet import replicas_for
 from infersize.service.capacity.request import CapacityRequest, UnservableError, prepare_capacity
 from infersize.service.capacity.screen import (
     RowAnswer,
@@ -94,13 +95,42 @@ def answer_rows(
         )
         while True:
             ranked = {i: _speculative_per_gpu(answers[i], rows[i].tp) for i in members}
-            if (chosen := leaders(ranked, simulate_top)) <= simulated:
+            chosen = leaders(ranked, simulate_top) | rate_leaders(
+                members, answers, rows, headroom, simulate_top
+            )
+            if chosen <= simulated:
                 break
             confirm(chosen)
     return [
         _with_break_even(row, answer, catalog, cache)
         for row, answer in zip(rows, answers, strict=True)
     ]
+
+
+def rate_leaders(
+    members: list[int],
+    answers: list[RowAnswer],
+    rows: list[Row],
+    headroom: float,
+    simulate_top: int,
+) -> set[int]:
+    """At each of the group's target rates, the `simulate_top` rows `best --request-rate`
+    ranks first there: the fewest GPUs with speculation, then the most requests/s per
+    replica. Whole replicas make the per-GPU ranking miss some: at 5 requests/s a TP 1
+    replica of 0.56 requests/s needs 9 GPUs where a TP 2 replica of 1.23 needs 10."""
+    chosen: set[int] = set()
+    for rate in sorted({rate for i in members for rate in rows[i].rates}):
+        fewest = {}
+        for i in members:
+            capacity = answers[i].speculative.max_request_rate
+            replicas = replicas_for(rate, capacity, headroom)
+            if replicas is not None and rate in rows[i].rates:
+                fewest[i] = (replicas * rows[i].tp, -capacity)
+        ranked = sorted(fewest, key=lambda i: (fewest[i], i))
+        top = set(ranked[:simulate_top])
+        tied = {fewest[i] for i in top}
+        chosen |= top | {i for i, key in fewest.items() if key in tied}
+    return chosen
 
 
 def leaders(scores: dict[int, float], simulate_top: int) -> set[int]:
