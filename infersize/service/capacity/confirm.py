@@ -63,7 +63,8 @@ def answer_rows(
     """Every row screened (plain decoding simulated, speculation by the mean-field model),
     then per group the simulator answers every row the screen cannot stand for or near an edge,
     and the `simulate_top` rows of most requests/s per GPU with speculation (what `best
-    --request-rate` picks from at any rate) until those leaders are all simulated: a screened
+    --request-rate` picks from at any rate) and at each target rate the `simulate_top` rows it
+    ranks first there (rate_leaders) until those leaders are all simulated: a screened
     row that a simulated leader falls behind is simulated next, and so is one that ties a
     leader (rows screened at K = 0 tie every other of their deployment at plain decoding's
     capacity; the simulator may find any of them speculating a hair above it, and `best`
