@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 
-import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,9 +32,7 @@ from infersize.core.memory import GIB
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest
 from infersize.service.spec import run_spec
-from infersize.sweep.config import load_sweep
-from infersize.sweep.plan import build_plan
-from infersize.sweep.run import RunOptions, run_sweep
+from tests.support.sweeps import best_pair_row
 
 # Qwen3.5-397B-A17B at TP 8: 45 Gated DeltaNet layers of 16 key and 64 value heads of 128,
 # kernel 4 (conv_dim 64 · 128 + 2 · 16 · 128 = 12,288 channels, 1,536 a rank, 3 positions of
@@ -200,15 +197,12 @@ def test_spec_logs_the_pools_as_sglang_0_5_9_does(runner):
 
 def test_a_sweep_row_under_sglang_0_5_9_equals_spec_at_its_cell(runner, tmp_path):
     """Qwen3.5-0.8B with its MTP module on an RTX 4090 at K = 3: the sweep's pool is spec's."""
-    path = tmp_path / "sglang059.yaml"
-    path.write_text(
+    row = best_pair_row(
+        tmp_path,
         "targets: [qwen3.5-0.8b]\ndrafts: [qwen3.5-0.8b-mtp]\ngpus: [rtx-4090]\n"
         "context_lengths: [2048]\nbatch_sizes: [4]\nacceptance_rates: [0.7]\ndraft_k: [3]\n"
-        "engine: sglang-0.5.9\n"
+        "engine: sglang-0.5.9\n",
     )
-    config, doc = load_sweep(path)
-    run_sweep(build_plan(config, doc), tmp_path / "out", RunOptions(jobs=1))
-    row = pl.read_parquet(tmp_path / "out" / "best_pairs.parquet").row(0, named=True)
     assert row["engine"] == "sglang-0.5.9"
     args = ["spec", "--target", "qwen3.5-0.8b", "--draft", "qwen3.5-0.8b-mtp"]
     result = runner.invoke(

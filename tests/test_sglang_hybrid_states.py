@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,9 +33,7 @@ from infersize.core.serving.replica import replica
 from infersize.service.request import SpecRequest
 from infersize.service.resolve import DeploymentRequest, resolve_deployment
 from infersize.service.spec import run_spec
-from infersize.sweep.config import load_sweep
-from infersize.sweep.plan import build_plan
-from infersize.sweep.run import RunOptions, run_sweep
+from tests.support.sweeps import best_pair_row
 
 # Qwen3-Next-80B-A3B at TP 8 (the sgl-cookbook rows' deployment): 36 Gated DeltaNet layers of
 # 16 key and 32 value heads of 128, kernel 4; 12 full-attention layers of 2 KV heads of 256
@@ -172,15 +169,12 @@ def test_the_served_replica_reads_and_writes_float32_states_beside_its_kv_pool(c
 
 def test_a_sweep_row_holds_the_states_as_spec_does(runner, tmp_path):
     """The sweep resolves its sides with the engine's state dtype: its pool is spec's."""
-    path = tmp_path / "hybrid.yaml"
-    path.write_text(
+    row = best_pair_row(
+        tmp_path,
         "targets: [qwen3.5-0.8b]\ndrafts: [ngram]\ngpus: [rtx-4090]\ncontext_lengths: [2048]\n"
         "batch_sizes: [4]\nacceptance_rates: [0.7]\ndraft_k: [3]\nengine: sglang\n"
-        "mamba_ssm_dtype: bfloat16\n"
+        "mamba_ssm_dtype: bfloat16\n",
     )
-    config, doc = load_sweep(path)
-    run_sweep(build_plan(config, doc), tmp_path / "out", RunOptions(jobs=1))
-    row = pl.read_parquet(tmp_path / "out" / "best_pairs.parquet").row(0, named=True)
     args = ["spec", "--target", "qwen3.5-0.8b", "--draft", "ngram", "--gpu", "rtx-4090"]
     result = runner.invoke(
         app,

@@ -72,14 +72,7 @@ def test_a_command_builds_no_other_command():
         + "modules = {place.split(':')[0] for place in COMMANDS.values()}\n"
         + "print(json.dumps(sorted(modules & set(sys.modules))))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", "import json, sys\n" + probe],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["infersize.cli.spec"]
+    assert json.loads(_last_line(probe)) == ["infersize.cli.spec"]
 
 
 def test_the_spec_panel_is_plain_text():
@@ -102,6 +95,12 @@ def test_spec_declares_every_record_with_record():
         + "         if dataclasses.is_dataclass(c) and not hasattr(c, '__record_plan__')}\n"
         + "print(len(classes), json.dumps(sorted(plain)))"
     )
+    count, plain = _last_line(probe).split(" ", 1)
+    assert int(count) > 50 and json.loads(plain) == []
+
+
+def _last_line(probe: str) -> str:
+    """The last line `probe` prints, run by a new Python process with json and sys imported."""
     done = subprocess.run(
         [sys.executable, "-c", "import json, sys\n" + probe],
         capture_output=True,
@@ -109,5 +108,4 @@ def test_spec_declares_every_record_with_record():
         timeout=60,
         check=True,
     )
-    count, plain = done.stdout.strip().splitlines()[-1].split(" ", 1)
-    assert int(count) > 50 and json.loads(plain) == []
+    return done.stdout.strip().splitlines()[-1]

@@ -180,9 +180,7 @@ def test_workers_start_deaf_to_a_hangup_and_ctrl_c_of_the_group():
         "print(json.dumps([signal.Signals(s).name for s in mask]))\n"
         "stop_workers(wait=True)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
+    done = _python(probe)
     assert {"SIGHUP", "SIGINT"} <= set(json.loads(done.stdout)), done.stdout
 
 
@@ -200,7 +198,12 @@ def test_stopping_the_workers_leaves_the_callers_other_children_alone():
         "    print(other.is_alive(), other.exitcode)\n"
         "    other.kill()\n"
     )
-    done = subprocess.run(
+    done = _python(probe)
+    assert done.stdout.split() == ["True", "None"], done.stdout + done.stderr
+
+
+def _python(probe: str) -> subprocess.CompletedProcess[str]:
+    """`probe` run by a new Python process, as a run's own process is."""
+    return subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
-    assert done.stdout.split() == ["True", "None"], done.stdout + done.stderr

@@ -108,6 +108,19 @@ def plan_of(tmp: Path, speedup: str = "leviathan", extra: str = ""):
     return build_plan(config, doc)
 
 
+def best_pair_row(tmp: Path, sweep_yaml: str) -> dict:
+    """The first best-pairs row of `sweep_yaml`, run at --jobs 1 into tmp/out."""
+    import polars as pl
+
+    from infersize.sweep.run import RunOptions, run_sweep
+
+    path = tmp / "one-row.yaml"
+    path.write_text(sweep_yaml)
+    config, doc = load_sweep(path)
+    run_sweep(build_plan(config, doc), tmp / "out", RunOptions(jobs=1))
+    return pl.read_parquet(tmp / "out" / "best_pairs.parquet").row(0, named=True)
+
+
 def published(out: Path) -> dict[str, bytes]:
     """The tables a reader sees through the folder's links (the manifest without timings)."""
     tables = {n: (out / n).read_bytes() for n in PUBLISHED if n != "manifest.json"}

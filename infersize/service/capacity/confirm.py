@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Hashable
+from typing import TypeVar
 
 from infersize.catalog.store import Catalog
 from infersize.record import record
@@ -127,20 +128,25 @@ def rate_leaders(
             replicas = replicas_for(rate, capacity, headroom)
             if replicas is not None and rate in rows[i].rates:
                 fewest[i] = (replicas * rows[i].tp, -capacity)
-        ranked = sorted(fewest, key=lambda i: (fewest[i], i))
-        top = set(ranked[:simulate_top])
-        tied = {fewest[i] for i in top}
-        chosen |= top | {i for i, key in fewest.items() if key in tied}
+        chosen |= _first_with_ties(fewest, simulate_top)
     return chosen
 
 
 def leaders(scores: dict[int, float], simulate_top: int) -> set[int]:
     """The `simulate_top` rows of the highest scores (ties to the lower index), and every row
     that ties one of them."""
-    ranked = sorted(scores, key=lambda i: (-scores[i], i))
-    top = set(ranked[:simulate_top])
-    tied = {scores[i] for i in top}
-    return top | {i for i, score in scores.items() if score in tied}
+    return _first_with_ties({i: -score for i, score in scores.items()}, simulate_top)
+
+
+Rank = TypeVar("Rank", float, tuple[int, float])
+
+
+def _first_with_ties(ranks: dict[int, Rank], n: int) -> set[int]:
+    """The `n` rows of the lowest ranks (ties to the lower index), and every row that ties
+    one of them."""
+    top = set(sorted(ranks, key=lambda i: (ranks[i], i))[:n])
+    tied = {ranks[i] for i in top}
+    return top | {i for i, rank in ranks.items() if rank in tied}
 
 
 def _with_break_even(row: Row, answer: RowAnswer, catalog: Catalog, cache: RowCache) -> RowAnswer:
