@@ -3,7 +3,8 @@ alone, then in two processes at once, on the same chunks (the ~100 M-cell varian
 sweeps/fleet.yaml that sweep_bench.py builds, chunks 10-17: 2 M cells each).
 
   score    the core's evaluate() over the chunk and the tables' reductions (numpy)
-  chunk    the same, plus writing the chunk's parts (Arrow IPC, LZ4): a worker's whole job
+  chunk    the same, plus writing the chunk's parts (Arrow IPC, uncompressed, as a loky worker
+           writes them): a worker's whole job
   merge    appending those parts to frontier and best_pairs (Parquet and CSV): the main
            process's job (polars formats the CSV on its thread pool)
 
@@ -49,7 +50,7 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
     run = generations.start(scratch, generations.new_run_id())  # a run's folders, as a run has
     for sub in (*OUTPUT_TABLES, "done"):
         (run.parts / sub).mkdir()
-    where = Where(str(scratch), run.run_id, os.getpid())
+    where = Where(str(scratch), run.run_id, os.getppid())  # a worker's: its main process alive
 
     def score_all() -> None:
         for task in tasks:

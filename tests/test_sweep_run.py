@@ -21,6 +21,7 @@ from infersize.sweep.plan import build_plan
 from infersize.sweep.run import RunOptions, run_sweep
 from infersize.sweep.store import generations
 from tests.support.commands import cli_process
+from tests.support.sweeps import scored_unfinished
 
 SMALL = """\
 name: small
@@ -188,6 +189,42 @@ def test_jobs_1_and_2_give_byte_identical_tables(tmp_path, monkeypatch):
     run_sweep(plan, tmp_path / "two", RunOptions(jobs=2))
     for name in TABLE_FILES:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def _stored_whole(path: Path) -> bool:
+    """Whether an Arrow IPC part holds its buffers uncompressed: its bytes are exactly what
+    an uncompressed writer makes of the table it reads back as (LZ4 makes fewer)."""
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().size == path.stat().st_size
+
+
+def test_a_workers_parts_are_uncompressed_the_runs_own_lz4_and_a_resume_reads_both(
+    tmp_path, monkeypatch
+):
+    """The main process maps a loky worker's parts without decompressing them; the parts it
+    scored itself (merged from memory, read only by --resume) stay LZ4. A run that scored
+    every chunk and then failed is resumed from both kinds to the tables of a clean run."""
+    monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")  # a worker even for this grid
+    sweep = SMALL.replace("SPEEDUP", "leviathan").replace("chunk_cells: 5000", "chunk_cells: 1000")
+    plan = plan_for(tmp_path, sweep)
+    assert len(plan.chunks) > 4  # the worker is handed up to 4 chunks at once
+    run_sweep(plan, tmp_path / "clean", RunOptions(jobs=1))
+    out = tmp_path / "out"
+    scored_unfinished(out, plan, monkeypatch, jobs=2)
+    parts = sorted(out.glob(".generations/*.partial/parts/frontier/part-*.arrow"))
+    assert len(parts) == len(plan.chunks)
+    whole = {part.name for part in parts if _stored_whole(part)}
+    assert "part-000000.arrow" not in whole  # the main process always scores the first chunk
+    assert 0 < len(whole) < len(parts)
+    manifest = run_sweep(plan, out, RunOptions(resume=True))
+    assert manifest["chunks_resumed"] == len(plan.chunks)
+    for name in TABLE_FILES:
+        assert (out / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
 
 
 def test_resume_with_another_config_is_refused(tmp_path):

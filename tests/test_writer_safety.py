@@ -22,7 +22,15 @@ from infersize.sweep.plan import build_plan
 from infersize.sweep.run import OutputError, RunOptions, run_sweep
 from infersize.sweep.store import folder, walk
 from tests.support.commands import cli_process
-from tests.support.sweeps import BIG, TINY, plan_of, published, temp_files, wait_for_chunks
+from tests.support.sweeps import (
+    BIG,
+    TINY,
+    plan_of,
+    published,
+    scored_unfinished,
+    temp_files,
+    wait_for_chunks,
+)
 
 
 @pytest.fixture(scope="module")
@@ -141,17 +149,8 @@ def test_a_foreign_folder_is_refused_and_an_old_layout_is_adopted(tmp_path):
 
 def _resumable(tmp_path: Path, plan, monkeypatch, **settings) -> Path:
     """A run that scored every chunk and then failed merging: an unfinished run to resume."""
-    from infersize.sweep import run as run_module
-
     out = tmp_path / "out"
-
-    def disk_full(*_args, **_kwargs):
-        raise OSError(28, "No space left on device")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(run_module.TableMerge, "finish", disk_full)
-        with pytest.raises(OutputError):
-            run_sweep(plan, out, RunOptions(**settings))
+    scored_unfinished(out, plan, monkeypatch, **settings)
     return out
 
 

@@ -1,7 +1,11 @@
 """One chunk of a sweep in a worker: score it, write its parts under the run's own folder, then
 a done-marker; and, for --resume, which chunks of an unfinished run read back whole. Parts are
-Arrow IPC files, LZ4-compressed: internal, read once by the merge (sweep/merge.py), they cost a
-fifth of a zstd Parquet file to write and a twentieth to read; cells are Parquet, published.
+Arrow IPC files: internal, read once by the merge (sweep/merge.py) or by --resume. A loky
+worker's are uncompressed: the run's main process, on the same machine, maps them from the page
+cache without a copy (LZ4 would cost the main process a decompression of every worker part, a
+third of a second a 100 M-cell run, and the worker more than writing them whole). The main
+process's own (the merge takes them from memory, only --resume reads them) and a Dask worker's
+(which may cross a network) are LZ4: a fourth of the bytes. Cells are Parquet, published.
 
 A worker writes only while its run's main process lives, through fresh exclusive temp names in
 the run's tmp/ folder renamed into place, every folder opened without following links
@@ -86,15 +90,17 @@ def read_part(folder: Dir, name: str) -> pa.Table:
     return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
 
 
-def _table_writer(table: pa.Table, name: str) -> Callable[[BinaryIO], None]:
-    """What writes `table` to a file: Arrow IPC (LZ4) for a .arrow name, else Parquet (zstd)."""
+def _table_writer(table: pa.Table, name: str, compress: bool) -> Callable[[BinaryIO], None]:
+    """What writes `table` to a file: Arrow IPC (LZ4 if `compress`) for a .arrow name, else
+    Parquet (zstd)."""
     import pyarrow.parquet as pq
 
     def write(handle: BinaryIO) -> None:
         if name.endswith(".arrow"):
             # compressed here: with one CPU (run_chunk), handing each buffer to Arrow's pool
             # only adds a thread switch per buffer
-            options = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+            codec = "lz4" if compress else None
+            options = pa.ipc.IpcWriteOptions(compression=codec, use_threads=False)
             with pa.ipc.new_file(handle, table.schema, options=options) as writer:
                 writer.write_table(table)
         else:
@@ -103,7 +109,9 @@ def _table_writer(table: pa.Table, name: str) -> Callable[[BinaryIO], None]:
     return write
 
 
-def _write_table(table: pa.Table, where: Where, folders: tuple[str, ...], name: str) -> None:
+def _write_table(
+    table: pa.Table, where: Where, folders: tuple[str, ...], name: str, compress: bool = True
+) -> None:
     """The run's folders/name written whole, while the run lives; the last folder is made if
     it is not there (a cells/gpu=ID folder), none above it (a removed run stays removed)."""
     _check_alive(where)
@@ -113,7 +121,7 @@ def _write_table(table: pa.Table, where: Where, folders: tuple[str, ...], name: 
         above.sub(folders[-1], True) as folder,
         run.open("tmp") as tmp,
     ):
-        write = _table_writer(table, name)
+        write = _table_writer(table, name, compress)
         walk.write_file(folder, name, tmp, write, lambda: _check_alive(where))
 
 
@@ -124,8 +132,10 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     scored = score(task) if task.decode else None
     with_capacity = task.capacity is not None
     tables = {name: t.build(task, scored) for name, t in output_tables(with_capacity).items()}
+    in_main = os.getpid() == where.main_pid
+    compress = in_main or not where.main_pid  # uncompressed: a loky worker's, mapped by the main
     for table_name, table in tables.items():
-        _write_table(table, where, ("parts", table_name), part_name(task.index))
+        _write_table(table, where, ("parts", table_name), part_name(task.index), compress)
     if task.with_cells and scored is not None:
         for gpu, table in cells_tables(task, scored).items():
             folders = ("gen", "cells", f"gpu={gpu}")
@@ -138,7 +148,7 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     with where.generation.open("parts", "done") as folder, where.generation.open("tmp") as tmp:
         marker = {k: v for k, v in asdict(done).items() if k != "parts"}
         walk.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(marker))
-    return replace(done, parts=tables) if os.getpid() == where.main_pid else done
+    return replace(done, parts=tables) if in_main else done
 
 
 def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:

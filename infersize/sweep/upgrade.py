@@ -10,11 +10,12 @@ refused with one line, rather than read wrongly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from infersize.errors import InfersizeError
+
+if TYPE_CHECKING:  # `sweep run` reads TABLES_SCHEMA before its merge needs polars
+    import polars as pl
 
 TABLES_SCHEMA = 3
 
@@ -39,6 +40,8 @@ ADDED_DURING_SCHEMA_1: Mapping[str, Mapping[str, Any]] = {
 
 
 def _from_schema_1(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
     missing = {
         name: value
         for name, value in ADDED_DURING_SCHEMA_1.get(table, {}).items()
@@ -56,6 +59,8 @@ ADDED_IN_SCHEMA_3 = {"capacity": ("break_even_request_rate", "max_request_rate_k
 
 
 def _from_schema_2(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
     missing = [n for n in ADDED_IN_SCHEMA_3.get(table, ()) if n not in frame.columns]
     return frame.with_columns([pl.lit(None, dtype=pl.Float64).alias(n) for n in missing])
 

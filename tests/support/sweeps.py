@@ -142,3 +142,20 @@ def wait_for_chunks(out: Path, proc: subprocess.Popen, n: int) -> None:
             return
         time.sleep(0.002)
     raise AssertionError("the run ended before it could be killed")
+
+
+def scored_unfinished(out: Path, plan, monkeypatch, **settings) -> None:
+    """A run into `out` that scored every chunk and then failed merging (a full disk): an
+    unfinished run, its parts all there, for a resume."""
+    import pytest
+
+    from infersize.sweep import run as run_module
+    from infersize.sweep.run import OutputError, RunOptions, run_sweep
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module.TableMerge, "finish", disk_full)
+        with pytest.raises(OutputError):
+            run_sweep(plan, out, RunOptions(**settings))
