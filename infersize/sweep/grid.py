@@ -6,6 +6,7 @@ run (a size that does not divide the heads, a precision the GPU cannot run) is c
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from itertools import product
 from operator import attrgetter
 from typing import Any
@@ -77,21 +78,16 @@ def expand_settings(
     tq = names("target_quants", catalog.weight_format, cfg.target_quants)
     dq = names("draft_quants", catalog.weight_format, cfg.draft_quants)
     kvs = names("kv_dtypes", catalog.kv_dtype, cfg.kv_dtypes)
-    family = get_engine(cfg.engine).support_family
+    support_level = _support_levels(catalog, get_engine(cfg.engine).support_family)
     settings = set()
     for gpu, pair in product(_gpus(cfg, doc, catalog), pairs):
-        device = catalog.gpu(gpu.name)
         tps = _tps(gpu, model_of(catalog, pair.target), skipped)
         drafter = model_of(catalog, pair.draft)
         method = method_of(drafter).name
         target_limit = model_of(catalog, pair.target).max_position_embeddings
         draft_limit = max_context_tokens(drafter)
         for t_q, d_q in product(tq, _draft_quants(drafter, dq)):
-            sides = {
-                "target": (t_q, catalog.support(t_q, device, family)),
-                "draft": (d_q, catalog.support(d_q, device, family)),
-            }
-            support = combined_support(sides).level
+            support = support_level(gpu.name, t_q, d_q)
             if support == "unsupported":
                 count_skipped(
                     skipped, "settings with a precision the GPU cannot run", len(tps) * len(kvs)
@@ -120,6 +116,23 @@ def expand_settings(
                 settings.add(setting)
     order = ("gpu", "target", "tp", "target_quant", "kv_dtype", "draft", "draft_quant")
     return tuple(sorted(settings, key=attrgetter(*order)))
+
+
+def _support_levels(catalog: Catalog, family: str) -> Callable[[str, str, str], str]:
+    """How a GPU runs a target and a draft precision under the engine family: the least
+    supported side's level, worked out once per (GPU, target precision, draft precision)
+    however many pairs share them."""
+
+    @cache
+    def level(gpu: str, target_quant: str, draft_quant: str) -> str:
+        device = catalog.gpu(gpu)
+        sides = {
+            "target": (target_quant, catalog.support(target_quant, device, family)),
+            "draft": (draft_quant, catalog.support(draft_quant, device, family)),
+        }
+        return combined_support(sides).level
+
+    return level
 
 
 def _draft_quants(drafter: Model, asked: list[str]) -> list[str]:
