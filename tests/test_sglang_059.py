@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -217,3 +219,53 @@ def test_a_sweep_row_under_sglang_0_5_9_equals_spec_at_its_cell(runner, tmp_path
     data = json.loads(result.stdout)
     assert data["kv_pool_tokens"] == row["kv_pool_tokens"]
     assert (data["max_mamba_cache_size"], data["max_running_requests"]) == (48, 48)
+
+
+# Qwen3-Next-80B-A3B's config (tests/data/configs/, as a user's checkpoint folder holds it) at
+# TP 8: 36 Gated DeltaNet layers of 16 key and 32 value heads of 128, kernel 4 (conv_dim 8,192,
+# 1,024 a rank, 3 positions of bfloat16) and a temporal state of 32 / 8 heads of 128 x 128
+NEXT_STATE = {
+    "float32": 36 * (8192 // 8 * 3 * 2 + 32 // 8 * 128 * 128 * 4),  # 9,658,368 bytes
+    "bfloat16": 36 * (8192 // 8 * 3 * 2 + 32 // 8 * 128 * 128 * 2),  # 4,939,776 bytes
+}
+
+
+def _checkpoint(tmp_path, ssm_dtype: str | None) -> str:
+    """A checkpoint folder holding Qwen3-Next's config.json, naming `ssm_dtype` (or none)."""
+    fixture = Path(__file__).parent / "data" / "configs" / "qwen3-next-80b-a3b-instruct.json"
+    config = json.loads(fixture.read_text())["config"]
+    if ssm_dtype is not None:
+        config["mamba_ssm_dtype"] = ssm_dtype
+    folder = tmp_path / f"qwen3-next-{ssm_dtype}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+@pytest.mark.parametrize(
+    ("named", "engine", "flag", "held"),
+    [
+        ("bfloat16", "sglang-0.5.9", None, "bfloat16"),  # mamba2_state_dtype: the config's
+        (None, "sglang-0.5.9", None, "float32"),  # none named: float32
+        ("float8", "sglang-0.5.9", None, "float32"),  # not one SGLang takes: it warns, float32
+        ("bfloat16", "sglang-0.5.9", "float32", "float32"),  # --mamba-ssm-dtype wins
+        ("bfloat16", "sglang", None, "float32"),  # 0.5.6: ServerArgs' float32, the config unread
+    ],
+)
+def test_0_5_9_holds_the_states_at_the_dtype_the_models_config_names(
+    runner, tmp_path, named, engine, flag, held
+):
+    """SGLang 0.5.9's mamba2_state_dtype (python/sglang/srt/configs/mamba_utils.py at the
+    commit above): float32, unless the model's config (or its text_config) names
+    float32, bfloat16 or float16, unless --mamba-ssm-dtype (the environment it sets) does.
+    The pool's slots are each one request's state at that dtype: ⌊pool / state⌋."""
+    command = ["spec", "--target", _checkpoint(tmp_path, named), "--gpu", "b200", "--tp", "8"]
+    command += ["--draft", "none", "--engine", engine, "--json"]
+    if flag is not None:
+        command += ["--mamba-ssm-dtype", flag]
+    result = runner.invoke(app, command)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["mamba_ssm_dtype"] == held
+    slots, pool = data["max_mamba_cache_size"], data["mamba_pool_bytes"]
+    assert slots == pool // NEXT_STATE[held]

@@ -230,12 +230,15 @@ def test_a_state_dtype_for_a_model_without_linear_attention_is_one_line_and_exit
 
 def test_the_state_dtypes_are_sglangs_and_the_catalogs(catalog):
     """MAMBA_SSM_DTYPE_CHOICES = ["float32", "bfloat16"] (server_args.py), each a KV dtype of
-    the precision catalog by that name; the presets default to float32 and a 0.9 ratio."""
+    the precision catalog by that name, as float16 is (a model config may name it from 0.5.9);
+    the presets default to float32 (0.5.9's to None, as its ServerArgs: the model config's,
+    tests/test_sglang_059.py) and a 0.9 ratio."""
     assert ENGINE_KNOBS["mamba_ssm_dtype"].choices == ("float32", "bfloat16")
-    assert [catalog.kv_dtype(name).bytes_per_element for name in ("float32", "bfloat16")] == [4, 2]
-    for name in ("sglang", "sglang-0.4", "sglang-0.5.9"):
+    names = ("float32", "bfloat16", "float16")
+    assert [catalog.kv_dtype(name).bytes_per_element for name in names] == [4, 2, 2]
+    for name, dtype in (("sglang", "float32"), ("sglang-0.4", "float32"), ("sglang-0.5.9", None)):
         engine = get_engine(name)
-        assert (engine.mamba_ssm_dtype, engine.mamba_full_memory_ratio) == ("float32", 0.9)
+        assert (engine.mamba_ssm_dtype, engine.mamba_full_memory_ratio) == (dtype, 0.9)
     for name in ("vllm", "vllm-0.15", "trtllm", "plain"):
         engine = get_engine(name)
         assert (engine.mamba_ssm_dtype, engine.mamba_full_memory_ratio) == (None, None)

@@ -7,7 +7,9 @@ config has; each reader names the transformers or vLLM class it follows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
+
+from infersize.catalog.records import SsmStateDtype
 
 NO_ROPE_LAYER_INTERVAL = 4  # Llama4TextConfig's default: every 4th layer is global, no RoPE
 
@@ -46,7 +48,9 @@ def _qwen3_next(config: dict[str, Any]) -> dict[str, Any]:
     """Qwen3NextConfig: layer_types, or else every full_attention_interval-th layer, is gated
     full attention and the rest Gated DeltaNet (linear attention). The checkpoint ships an MTP
     module (mtp.*) the config does not describe; vLLM's Qwen3NextMTP builds
-    num_nextn_predict_layers of them, 1 by default, sharing the embedding and lm_head."""
+    num_nextn_predict_layers of them, 1 by default, sharing the embedding and lm_head. A
+    mamba_ssm_dtype SGLang accepts is kept (its mamba2_state_dtype reads it; another value it
+    warns about and ignores)."""
     layers = int(config["num_hidden_layers"])
     if isinstance(config.get("layer_types"), list):
         linear = sum(1 for t in config["layer_types"] if t == "linear_attention")
@@ -60,6 +64,8 @@ def _qwen3_next(config: dict[str, Any]) -> dict[str, Any]:
         "linear_conv_kernel_dim",
     )
     out = {key: config[key] for key in keys}
+    if config.get("mamba_ssm_dtype") in get_args(SsmStateDtype):  # else SGLang's own default
+        out["mamba_ssm_dtype"] = config["mamba_ssm_dtype"]
     mtp = int(config.get("num_nextn_predict_layers", 1))
     return {**out, "linear_attention_layers": linear, "mtp_layers": mtp}
 

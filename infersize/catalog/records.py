@@ -93,6 +93,7 @@ class Mla:
     v_head_dim: int
 
 
+SsmStateDtype = Literal["float32", "bfloat16", "float16"]  # SGLang's names for them
 SpeculatorKind = Literal["eagle", "eagle3", "mtp", "medusa", "mlp_speculator", "ngram"]
 
 
@@ -161,6 +162,9 @@ class Model(Record):
     linear_key_head_dim: PositiveInt | None = None
     linear_value_head_dim: PositiveInt | None = None
     linear_conv_kernel_dim: PositiveInt | None = None
+    # the dtype its config names for those layers' recurrent state (None: not named); SGLang
+    # from 0.5.9 holds the state in it unless --mamba-ssm-dtype says otherwise
+    mamba_ssm_dtype: SsmStateDtype | None = None
     attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a gate per channel
     extra_params: NonNegativeInt = 0  # loaded beside the decoder (Gemma-3 vision tower)
     # Multi-token-prediction layers the checkpoint ships after the decoder (GLM-4.5's
@@ -267,20 +271,11 @@ class Model(Record):
 
     @property
     def mla(self) -> Mla | None:
-        if (
-            self.kv_lora_rank is None
-            or self.qk_nope_head_dim is None
-            or self.qk_rope_head_dim is None
-            or self.v_head_dim is None
-        ):
+        # Mla's fields after q_lora_rank are the model's own, all set or none
+        dims = {f.name: getattr(self, f.name) for f in fields(Mla)[1:]}
+        if None in dims.values():
             return None
-        return Mla(
-            q_lora_rank=self.q_lora_rank,
-            kv_lora_rank=self.kv_lora_rank,
-            qk_nope_head_dim=self.qk_nope_head_dim,
-            qk_rope_head_dim=self.qk_rope_head_dim,
-            v_head_dim=self.v_head_dim,
-        )
+        return Mla(q_lora_rank=self.q_lora_rank, **{k: int(d) for k, d in dims.items()})
 
 
 ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]

@@ -196,6 +196,9 @@ VLLM_V1_EARLY = replace(
     schedules_ahead=False,
 )
 
+# SGLang's linear-attention state dtype: ServerArgs' default to 0.5.6, and from 0.5.9 what
+# holds where neither --mamba-ssm-dtype nor the model's config names one (SGLANG_059 below)
+SGLANG_SSM_DTYPE = "float32"
 SGLANG = Engine(
     name="sglang",
     description="SGLang (rules of release 0.5.6): mem_fraction_static of the free memory holds "
@@ -218,7 +221,7 @@ SGLANG = Engine(
     # ServerArgs' defaults (sgl-project/sglang@5c8bd8b51b53b9b39eb1edec582ee43b21002106:
     # python/sglang/srt/server_args.py): mamba_ssm_dtype "float32", mamba_full_memory_ratio 0.9
     # (core/sglang_pool.py: how the state pool is sized, and what it bounds)
-    mamba_ssm_dtype="float32",
+    mamba_ssm_dtype=SGLANG_SSM_DTYPE,
     mamba_full_memory_ratio=0.9,
     drafts_trees=True,
     # get_new_batch_prefill runs prompts in a batch of their own, the decodes waiting, unless
@@ -269,10 +272,10 @@ SGLANG_059 = replace(
     # mamba_ssm_dtype defaults to None there: mamba2_state_dtype takes the model config's
     # (text_config's) mamba_ssm_dtype, else float32
     # (sgl-project/sglang@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4:
-    # python/sglang/srt/configs/mamba_utils.py). Qwen3.5's configs name float32 (Qwen3.5-0.8B's,
-    # configs/models.yaml) or none, Qwen3-Next's none: float32 for every hybrid model the
-    # catalog holds
-    mamba_ssm_dtype="float32",
+    # python/sglang/srt/configs/mamba_utils.py; service/resolve.ssm_dtype_name). Qwen3.5's
+    # configs name float32 (Qwen3.5-0.8B's, configs/models.yaml) or none, Qwen3-Next's none:
+    # float32 for every hybrid model the catalog holds, a config's own where a user's names one
+    mamba_ssm_dtype=None,
 )
 TRTLLM = Engine(
     name="trtllm",

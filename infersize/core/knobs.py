@@ -181,7 +181,8 @@ for _knob in (
         kind=str,
         help="SGLang's dtype for the recurrent state of a hybrid model's linear-attention "
         "(Gated DeltaNet) layers, held in a pool of its own and read and written every step: "
-        "float32 (SGLang's default) or bfloat16; the conv window stays bfloat16.",
+        "float32 (SGLang's default; from 0.5.9 the model config's mamba_ssm_dtype where it "
+        "names one) or bfloat16; the conv window stays bfloat16.",
         owners=("sglang",),
         strict_owner=True,
         choices=("float32", "bfloat16"),

@@ -16,7 +16,7 @@ from infersize.core.deployment import (
     deployment_numbers,
     prepare_side,
 )
-from infersize.core.engines import Engine
+from infersize.core.engines import SGLANG_SSM_DTYPE, Engine
 from infersize.core.methods import Method, get_method, method_of
 from infersize.defaults import DEFAULTS
 from infersize.errors import InfersizeError, ValueRangeError
@@ -71,12 +71,13 @@ def resolve_side(
     tp: int = 1,
     family: str = "vllm",
     dp_attention: bool = False,
-    ssm_dtype: KvDtype | None = None,
+    engine: Engine | None = None,
 ) -> tuple[Side, Support]:
     """`quant` 'auto' means the checkpoint's own precision. When the precision is the
     checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
     support of the precision under the engine family decides how the step is priced.
-    `ssm_dtype`: the engine's for linear-attention states (ssm_state_dtype)."""
+    `engine`: whose rule sets the linear-attention states' dtype (ssm_state_dtype; None: the
+    model's own)."""
     source = resolve_model(name, catalog)
     if source.model.speculator == "ngram":  # nothing to store or run on the GPU
         fmt = catalog.weight_format("none")
@@ -89,16 +90,27 @@ def resolve_side(
         support = catalog.support("fp16", gpu, family)
     weight_only = support.level == "weight-only"
     exact = source.exact_weights(fmt)
+    ssm_dtype = None if engine is None else ssm_state_dtype(engine, catalog, source.model)
     side = prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention, ssm_dtype)
     return side, support
 
 
-def ssm_state_dtype(engine: Engine, catalog: Catalog) -> KvDtype | None:
-    """The dtype the engine holds linear-attention recurrent states in (SGLang's
-    --mamba-ssm-dtype), from the precision catalog; None: the model's own (vLLM)."""
-    if engine.mamba_ssm_dtype is None:
+def ssm_dtype_name(engine: Engine, model: Model) -> str | None:
+    """The dtype, as SGLang names it, the engine holds `model`'s linear-attention recurrent
+    states in: its --mamba-ssm-dtype where set (a user's, or the preset's: SGLang to 0.5.6
+    always float32); under SGLang's rules from 0.5.9 (the setting None) the model config's
+    mamba_ssm_dtype, else float32 (mamba2_state_dtype); None elsewhere: the model's own (vLLM)."""
+    if engine.mamba_ssm_dtype is not None:
+        return engine.mamba_ssm_dtype
+    if engine.memory_rule != "sglang":
         return None
-    return catalog.kv_dtype(engine.mamba_ssm_dtype)
+    return model.mamba_ssm_dtype or SGLANG_SSM_DTYPE
+
+
+def ssm_state_dtype(engine: Engine, catalog: Catalog, model: Model) -> KvDtype | None:
+    """ssm_dtype_name's dtype from the precision catalog (None: the model's own)."""
+    name = ssm_dtype_name(engine, model)
+    return None if name is None else catalog.kv_dtype(name)
 
 
 def published_head(target: Model, method: Method, catalog: Catalog) -> Model:
@@ -168,7 +180,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
     req = with_method(req, catalog)
     gpu = catalog.gpu(req.gpu)
     kv_dtype = catalog.kv_dtype(req.kv_dtype)
-    family, ssm_dtype = engine.support_family, ssm_state_dtype(engine, catalog)
+    family = engine.support_family
     target, t_support = resolve_side(
         req.target,
         req.target_quant,
@@ -178,7 +190,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
         req.tp,
         family,
         engine.dp_attention,
-        ssm_dtype,
+        engine,
     )
     check_expert_parallel(target.model, req.tp, engine.ep)
     sides = {"target": (target.fmt.id, t_support)}
@@ -194,7 +206,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
             draft_tp,
             family,
             engine.dp_attention and draft_tp > 1,
-            ssm_dtype,
+            engine,
         )
         sides["draft"] = (draft.fmt.id, d_support)
     check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)

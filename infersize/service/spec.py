@@ -19,7 +19,7 @@ from infersize.core.fit import PoolMemory
 from infersize.core.methods import method_of
 from infersize.service.fit_limits import Ask, fit_limits
 from infersize.service.request import Prepared, SpecRequest, prepare
-from infersize.service.resolve import Deployment
+from infersize.service.resolve import Deployment, ssm_dtype_name
 from infersize.service.spec_notes import spec_notes
 from infersize.service.spec_result import GpuResult, SpecResult, side_result
 
@@ -69,7 +69,7 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
     tokens, seqs = int(dep.numbers.profile_tokens), int(dep.numbers.profile_seqs)
     if engine.memory_rule == "sglang":
-        return common | _sglang_fields(pool, engine, tokens)
+        return common | _sglang_fields(pool, engine, tokens, _hybrid(dep))
     if engine.memory_rule == "trtllm":
         return common | {
             "max_tokens_in_paged_kv_cache": int(pool.kv_pool_tokens),
@@ -89,8 +89,20 @@ def _pool_fields(dep: Deployment, at_k: Point) -> dict[str, Any]:
     }
 
 
-def _sglang_fields(pool: PoolMemory, engine: Engine, chunked_prefill: int) -> dict[str, Any]:
-    """SGLang's pool as it logs it; the state pool where a hybrid model keeps one."""
+def _hybrid(dep: Deployment) -> Model:
+    """The side whose linear-attention states fill a state pool: the target, unless only the
+    drafter has them."""
+    target = dep.target.model
+    if target.linear_attention is None and dep.draft is not None:
+        return dep.draft.model
+    return target
+
+
+def _sglang_fields(
+    pool: PoolMemory, engine: Engine, chunked_prefill: int, hybrid: Model
+) -> dict[str, Any]:
+    """SGLang's pool as it logs it; the state pool where a hybrid model keeps one, and the
+    dtype of its states."""
     slots = math.inf if pool.state_slots is None else float(pool.state_slots)
     states = math.isfinite(slots)
     return {
@@ -100,7 +112,7 @@ def _sglang_fields(pool: PoolMemory, engine: Engine, chunked_prefill: int) -> di
         "max_running_requests": None if pool.max_running is None else int(pool.max_running),
         "max_mamba_cache_size": int(slots) if states else None,
         "mamba_pool_bytes": int(pool.state_pool or 0) if states else None,
-        "mamba_ssm_dtype": engine.mamba_ssm_dtype if states else None,
+        "mamba_ssm_dtype": ssm_dtype_name(engine, hybrid) if states else None,
     }
 
 

@@ -112,25 +112,25 @@ def run_loop(plan: Plan, min_cells: int, min_s: float = 1.0) -> tuple[int, float
     again and again until both `min_cells` cells and `min_s` seconds are done."""
     catalog, engine = load_catalog(), configure_engine(plan.scoring.engine)
     model = get_speedup_model(plan.scoring.speedup_model)
-    ssm_dtype = ssm_state_dtype(engine, catalog)
     done, start = 0, time.perf_counter()
     for s in plan.settings:
         gpu, kv = catalog.gpu(s.gpu), catalog.kv_dtype(s.kv_dtype)
+        target_model, draft_model = catalog.model(s.target), catalog.model(s.draft)
         target = prepare_side(
-            catalog.model(s.target),
+            target_model,
             catalog.weight_format(s.target_quant),
             kv,
             gpu,
             s.tp,
-            ssm_dtype=ssm_dtype,
+            ssm_dtype=ssm_state_dtype(engine, catalog, target_model),
         )
         draft = prepare_side(
-            catalog.model(s.draft),
+            draft_model,
             catalog.weight_format(s.draft_quant),
             kv,
             gpu,
             1,
-            ssm_dtype=ssm_dtype,
+            ssm_dtype=ssm_state_dtype(engine, catalog, draft_model),
         )
         dep = deployment_numbers(target, draft, gpu, engine=engine)
         for c in plan.contexts:

@@ -26,7 +26,7 @@ from infersize.core.profile import extend_profile, iid_profile, limit_positions
 from infersize.core.speedup import SpeedupModel, get_speedup_model
 from infersize.core.tree import CHAIN, Tree
 from infersize.record import record
-from infersize.service.resolve import resolve_side, ssm_state_dtype
+from infersize.service.resolve import resolve_side
 from infersize.sweep.settings import CapacityPlan, Scoring, Setting
 
 GRID_NDIM = 4  # (setting, context, batch, α)
@@ -69,7 +69,6 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
     gpus = {name: catalog.gpu(name) for name in {s.gpu for s in task.settings}}
     limits = {name: scheduler_limits(engine, gpu) for name, gpu in gpus.items()}
     kvs = {name: catalog.kv_dtype(name) for name in {s.kv_dtype for s in task.settings}}
-    ssm_dtype = ssm_state_dtype(engine, catalog)
     cache: dict[tuple[str, str, str, str, int], Side] = {}
 
     def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
@@ -85,7 +84,7 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
                 tp,
                 engine.support_family,
                 engine.dp_attention and tp > 1,
-                ssm_dtype,
+                engine,
             )[0]
         return found
 
