@@ -5,7 +5,7 @@ worker's are uncompressed: the run's main process, on the same machine, maps the
 cache without a copy (LZ4 would cost the main process a decompression of every worker part, a
 third of a second a 100 M-cell run, and the worker more than writing them whole). The main
 process's own (the merge takes them from memory, only --resume reads them) and a Dask worker's
-(which may cross a network) are LZ4: a fourth of the bytes. Cells are Parquet, published.
+(which may cross a network) are LZ4: about a fifth of the bytes. Cells are Parquet, published.
 
 A worker writes only while its run's main process lives, through fresh exclusive temp names in
 the run's tmp/ folder renamed into place, every folder opened without following links
