@@ -68,7 +68,7 @@ def phase_seconds(phase: str, big: Path, scratch: Path) -> tuple[float, float]:
                 stream = _StreamedTable(OUTPUT_TABLES[name])
                 stream.open(tmp, ["parquet", "csv"])
                 for task in tasks:
-                    stream.append(read_part(parts, part_name(task.index)))
+                    stream.append(read_part(parts, part_name(task.index), mapped=True))
                 stream.close(True, gen, tmp)
 
     chunk_all()  # the parts merge_all reads

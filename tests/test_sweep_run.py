@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -225,6 +227,61 @@ def test_a_workers_parts_are_uncompressed_the_runs_own_lz4_and_a_resume_reads_bo
     assert manifest["chunks_resumed"] == len(plan.chunks)
     for name in TABLE_FILES:
         assert (out / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
+
+
+def test_a_part_with_a_block_of_zeros_is_scored_again(tmp_path, monkeypatch):
+    """An uncompressed part keeps its length and footer when a crash before the page cache
+    reached the disk leaves a block of it zeros: it reads back, wrong. Its bytes no longer
+    sum to the CRC-32 its done-marker recorded, so the resume scores its chunk again."""
+    monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")
+    sweep = SMALL.replace("SPEEDUP", "leviathan").replace("chunk_cells: 5000", "chunk_cells: 1000")
+    plan = plan_for(tmp_path, sweep)
+    run_sweep(plan, tmp_path / "clean", RunOptions(jobs=1))
+    out = tmp_path / "out"
+    scored_unfinished(out, plan, monkeypatch, jobs=2)
+    parts = sorted(out.glob(".generations/*.partial/parts/frontier/part-*.arrow"))
+    damaged = next(part for part in parts if _stored_whole(part))
+    data = bytearray(damaged.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 4096] = bytes(4096)
+    damaged.write_bytes(bytes(data))
+    manifest = run_sweep(plan, out, RunOptions(resume=True))
+    assert manifest["chunks_resumed"] == len(plan.chunks) - 1
+    for name in TABLE_FILES:
+        assert (out / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
+
+
+FEW_FILES = """
+import resource, sys
+from pathlib import Path
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[3]), hard))
+from infersize.sweep.config import load_sweep
+from infersize.sweep.plan import build_plan
+from infersize.sweep.run import RunOptions, run_sweep
+plan = build_plan(*load_sweep(Path(sys.argv[1])))
+assert len(plan.chunks) > int(sys.argv[3]), len(plan.chunks)
+run_sweep(plan, Path(sys.argv[2]), RunOptions(jobs=2))
+"""
+
+
+def test_a_run_of_more_chunks_than_it_may_open_files_publishes(tmp_path):
+    """A worker's part read back uncompressed is a view of its memory map, which holds the
+    file open: whatever keeps every part at once (the coverage table's merge, the capacity
+    figures) reads them into memory instead, so a run of 152 chunks publishes with 96
+    files allowed (a common limit is 1,024; a sweep may have 100,000 chunks)."""
+    sweep = (
+        SMALL.replace("SPEEDUP", "leviathan")
+        .replace("chunk_cells: 5000", "chunk_cells: 1000")
+        .replace("batch_sizes: [1, 16]", "batch_sizes: [1, 2, 4, 8, 16, 24, 32, 48, 64, 96]")
+        .replace("context_lengths: [2048, 32768]", "context_lengths: [1024, 2048, 4096, 8192]")
+    )
+    (tmp_path / "sweep.yaml").write_text(sweep)
+    env = {**os.environ, "INFERSIZE_MIN_PARALLEL_CELLS": "0"}
+    argv = [sys.executable, "-c", FEW_FILES, str(tmp_path / "sweep.yaml"), str(tmp_path / "out")]
+    done = subprocess.run([*argv, "96"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert pq.read_table(tmp_path / "out" / "coverage.parquet").num_rows > 0
 
 
 def test_resume_with_another_config_is_refused(tmp_path):

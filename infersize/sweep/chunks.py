@@ -14,13 +14,15 @@ never a temp file into a folder that is published."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Iterable
 from dataclasses import asdict, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 
@@ -48,6 +50,9 @@ class ChunkDone:
     cells: int
     seconds: float
     rows: dict[str, int]
+    # each part's CRC-32, which --resume checks: a part is rewritten whole or not at all, but
+    # without fsync a crash can leave one of the right length with blocks of zeros
+    crc32: dict[str, int] = field(default_factory=dict)
     # the parts themselves, when the run's own process scored the chunk: the merge appends
     # them as they are instead of reading back the files just written (a worker's come back
     # as files only)
@@ -84,36 +89,71 @@ def part_name(index: int) -> str:
     return f"part-{index:06d}.arrow"
 
 
-def read_part(folder: Dir, name: str) -> pa.Table:
-    """A part, whole (the map stays open as long as the table needs it)."""
-    mapped = walk.map_file(folder, name)
-    return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+def read_part(folder: Dir, name: str, mapped: bool = False, crc32: int | None = None) -> pa.Table:
+    """A part, whole: read into memory, or with `mapped` mapped from the page cache (no copy
+    of an uncompressed part, but its map and the map's file descriptor stay open as long as
+    the table lives: for a reader that drops each part before the next, as the merge does).
+    With `crc32`, a part whose bytes do not sum to it is refused (ValueError)."""
+    if mapped:
+        data = pa.py_buffer(walk.map_file(folder, name))
+    else:
+        data = pa.py_buffer(walk.read_bytes(folder, name, limit=-1))
+        if crc32 is not None and zlib.crc32(data) != crc32:
+            raise ValueError(f"{name}: its bytes do not sum to the CRC-32 its chunk recorded")
+    return pa.ipc.open_file(pa.BufferReader(data)).read_all()
 
 
-def _table_writer(table: pa.Table, name: str, compress: bool) -> Callable[[BinaryIO], None]:
-    """What writes `table` to a file: Arrow IPC (LZ4 if `compress`) for a .arrow name, else
-    Parquet (zstd)."""
-    import pyarrow.parquet as pq
+class _Summed(io.RawIOBase):
+    """A file written through, summing what passes (CRC-32)."""
 
-    def write(handle: BinaryIO) -> None:
-        if name.endswith(".arrow"):
-            # compressed here: with one CPU (run_chunk), handing each buffer to Arrow's pool
-            # only adds a thread switch per buffer
-            codec = "lz4" if compress else None
-            options = pa.ipc.IpcWriteOptions(compression=codec, use_threads=False)
-            with pa.ipc.new_file(handle, table.schema, options=options) as writer:
-                writer.write_table(table)
-        else:
-            pq.write_table(table, handle, compression="zstd")
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self.handle, self.crc32, self.position = handle, 0, 0
 
-    return write
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.crc32 = zlib.crc32(view, self.crc32)
+        self.handle.write(view)
+        self.position += view.nbytes
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self.position
+
+
+class _TableFile:
+    """What writes `table` to a file: Arrow IPC (LZ4 if `compress`) for a .arrow name, summed
+    as it goes (`crc32`), else Parquet (zstd)."""
+
+    def __init__(self, table: pa.Table, name: str, compress: bool) -> None:
+        self.table, self.name, self.compress = table, name, compress
+        self.crc32 = 0
+
+    def __call__(self, handle: BinaryIO) -> None:
+        import pyarrow.parquet as pq
+
+        if not self.name.endswith(".arrow"):
+            pq.write_table(self.table, handle, compression="zstd")
+            return
+        # compressed (if at all) here: with one CPU (run_chunk), handing each buffer to
+        # Arrow's pool only adds a thread switch per buffer
+        codec = "lz4" if self.compress else None
+        options = pa.ipc.IpcWriteOptions(compression=codec, use_threads=False)
+        summed = _Summed(handle)
+        with pa.ipc.new_file(summed, self.table.schema, options=options) as writer:
+            writer.write_table(self.table)
+        self.crc32 = summed.crc32
 
 
 def _write_table(
     table: pa.Table, where: Where, folders: tuple[str, ...], name: str, compress: bool = True
-) -> None:
+) -> int:
     """The run's folders/name written whole, while the run lives; the last folder is made if
-    it is not there (a cells/gpu=ID folder), none above it (a removed run stays removed)."""
+    it is not there (a cells/gpu=ID folder), none above it (a removed run stays removed).
+    Returns a part's CRC-32 (0 for a Parquet file)."""
     _check_alive(where)
     run = where.generation
     with (
@@ -121,8 +161,9 @@ def _write_table(
         above.sub(folders[-1], True) as folder,
         run.open("tmp") as tmp,
     ):
-        write = _table_writer(table, name, compress)
+        write = _TableFile(table, name, compress)
         walk.write_file(folder, name, tmp, write, lambda: _check_alive(where))
+    return write.crc32
 
 
 def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
@@ -134,16 +175,18 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     tables = {name: t.build(task, scored) for name, t in output_tables(with_capacity).items()}
     in_main = os.getpid() == where.main_pid
     compress = in_main or not where.main_pid  # uncompressed: a loky worker's, mapped by the main
-    for table_name, table in tables.items():
-        _write_table(table, where, ("parts", table_name), part_name(task.index), compress)
+    part = part_name(task.index)
+    sums = {
+        table_name: _write_table(table, where, ("parts", table_name), part, compress)
+        for table_name, table in tables.items()
+    }
     if task.with_cells and scored is not None:
         for gpu, table in cells_tables(task, scored).items():
             folders = ("gen", "cells", f"gpu={gpu}")
             _write_table(table, where, folders, f"part-{task.index:06d}.parquet")
     n_cells = 0 if scored is None else scored.setting.size * len(task.ks)
-    done = ChunkDone(
-        task.index, n_cells, time.perf_counter() - start, {k: v.num_rows for k, v in tables.items()}
-    )
+    rows = {k: v.num_rows for k, v in tables.items()}
+    done = ChunkDone(task.index, n_cells, time.perf_counter() - start, rows, sums)
     _check_alive(where)
     with where.generation.open("parts", "done") as folder, where.generation.open("tmp") as tmp:
         marker = {k: v for k, v in asdict(done).items() if k != "parts"}
@@ -184,18 +227,19 @@ def _capacity_part(plan: Plan, chunk: Chunk) -> CapacityPlan | None:
 
 def finished_chunks(generation: Generation, tables: Iterable[str], with_cells: bool) -> set[int]:
     """Chunks of an unfinished run whose done-marker and part files of `tables` read back
-    whole."""
+    whole: their rows as the marker counts them and their bytes summing to its CRC-32s."""
     done = set()
     with generation.open("parts") as parts, parts.sub("done") as markers:
         for name in markers.names():
             try:
                 record = json.loads(walk.read_bytes(markers, name))
                 index, rows = int(record["index"]), dict(record["rows"])
+                sums = {str(t): int(crc) for t, crc in dict(record.get("crc32", {})).items()}
             except (OSError, ValueError, KeyError, TypeError):
                 continue
             whole = all(
-                0 <= int(rows.get(table, -1)) == _rows_of(parts, (table, part_name(index)))
-                for table in tables
+                0 <= int(rows.get(t, -1)) == _rows_of(parts, (t, part_name(index)), sums.get(t))
+                for t in tables
             )
             if whole and with_cells:
                 whole = _cells_whole(generation, index)
@@ -218,16 +262,17 @@ def _cells_whole(generation: Generation, index: int) -> bool:
     return True
 
 
-def _rows_of(folder: Dir, names: tuple[str, str]) -> int:
-    """The rows of a part (read whole) or a Parquet file (its footer) at folder/sub/name; -1
-    when it does not read back (missing, damaged, or a link)."""
+def _rows_of(folder: Dir, names: tuple[str, str], crc32: int | None = None) -> int:
+    """The rows of a part (read whole; its bytes summing to `crc32` where its chunk recorded
+    one) or a Parquet file (its footer) at folder/sub/name; -1 when it does not read back
+    (missing, damaged, or a link)."""
     import pyarrow.parquet as pq
 
     sub, name = names
     try:
         with folder.sub(sub) as below:
             if name.endswith(".arrow"):
-                return int(read_part(below, name).num_rows)
+                return int(read_part(below, name, crc32=crc32).num_rows)
             mapped = pa.py_buffer(walk.map_file(below, name))
             return int(pq.read_metadata(pa.BufferReader(mapped)).num_rows)
     except (OSError, ValueError, InfersizeError, pa.ArrowException):

@@ -167,7 +167,8 @@ class TableMerge:
             held = self.held.pop(self.next_index, None)
             for name, stream in self.streamed.items():
                 if held is None:
-                    stream.append(read_part(self.parts[name], part_name(self.next_index)))
+                    part = read_part(self.parts[name], part_name(self.next_index), mapped=True)
+                    stream.append(part)  # dropped before the next: one map open at a time
                 else:
                     stream.append(held[name])
             self.next_index += 1

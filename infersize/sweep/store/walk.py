@@ -156,7 +156,8 @@ def unlink(folder: Dir, name: str) -> None:
 
 
 def read_bytes(folder: Dir, name: str, limit: int = 64 * 2**20) -> bytes:
-    """A small regular file here, opened without following a link."""
+    """A regular file here, opened without following a link: its first `limit` bytes (-1: all
+    of them)."""
     fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | os.O_CLOEXEC, dir_fd=folder.fd)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
