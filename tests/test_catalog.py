@@ -197,3 +197,39 @@ def test_inconsistent_architecture_is_refused(tmp_path):
     )
     with pytest.raises(CatalogError, match="multiple of num_key_value_heads"):
         load_catalog((path,))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("mamba_ssm_dtype: bfloat16", "mamba_ssm_dtype needs linear_attention_layers"),
+        ("mamba_ssm_dtype: float8", "mamba_ssm_dtype"),  # not a dtype SGLang takes
+    ],
+)
+def test_a_state_dtype_without_linear_attention_or_sglangs_names_is_refused(
+    tmp_path, extra, message
+):
+    """A recurrent state's dtype belongs to a model with linear-attention layers, and is one
+    SGLang names (float32, bfloat16, float16): a typo in a catalog fails at load."""
+    path = write(
+        tmp_path,
+        f"""\
+        models:
+          - id: plain
+            hf_repo: me/plain
+            family: plain
+            tokenizer_family: plain
+            architecture: llama
+            hidden_size: 64
+            intermediate_size: 256
+            num_hidden_layers: 2
+            num_attention_heads: 4
+            num_key_value_heads: 4
+            vocab_size: 100
+            tie_word_embeddings: true
+            max_position_embeddings: 128
+            {extra}
+        """,
+    )
+    with pytest.raises(CatalogError, match=message):
+        load_catalog((path,))

@@ -9,6 +9,7 @@ and MLA fields are read through the typed views `moe` and `mla`, None for models
 from __future__ import annotations
 
 from dataclasses import asdict, field, fields
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal
 
 from infersize.record import record
@@ -233,6 +234,8 @@ class Model(Record):
             raise ValueError("linear, sliding and chunked layers exceed num_hidden_layers")
         if self.mtp_embeddings and not self.mtp_layers:
             raise ValueError("mtp_embeddings needs mtp_layers")
+        if self.mamba_ssm_dtype is not None and not self.linear_attention_layers:
+            raise ValueError("mamba_ssm_dtype needs linear_attention_layers")
 
     @property
     def is_speculator_head(self) -> bool:
@@ -244,7 +247,7 @@ class Model(Record):
     def head_dim_resolved(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
-    @property
+    @cached_property
     def moe(self) -> Moe | None:
         if self.num_experts is None or self.num_experts_per_tok is None:
             return None
@@ -260,7 +263,7 @@ class Model(Record):
             expert_bias=self.expert_bias,
         )
 
-    @property
+    @cached_property
     def linear_attention(self) -> LinearAttention | None:
         # LinearAttention's fields after `layers` are the model's linear_* fields
         dims = {f.name: getattr(self, f"linear_{f.name}") for f in fields(LinearAttention)[1:]}
@@ -269,7 +272,7 @@ class Model(Record):
             return None
         return LinearAttention(layers=layers, **{k: int(d or 0) for k, d in dims.items()})
 
-    @property
+    @cached_property
     def mla(self) -> Mla | None:
         # Mla's fields after q_lora_rank are the model's own, all set or none
         dims = {f.name: getattr(self, f.name) for f in fields(Mla)[1:]}
