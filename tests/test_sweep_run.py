@@ -229,6 +229,39 @@ def test_a_workers_parts_are_uncompressed_the_runs_own_lz4_and_a_resume_reads_bo
         assert (out / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
 
 
+@pytest.mark.parametrize(
+    ("writer", "whole", "in_memory"),
+    [
+        ("main", False, True),  # the run's own: LZ4, and handed to the merge in memory
+        ("loky worker", True, False),  # uncompressed, mapped by the main process
+        ("dask worker", False, False),  # no main pid (another machine, maybe): LZ4
+    ],
+)
+def test_who_writes_a_part_decides_its_codec(tmp_path, writer, whole, in_memory):
+    """run_chunk writes a part uncompressed only for a loky worker, whose run's main process
+    (alive, another pid) reads it back on the same machine; every part's CRC-32 is in its
+    done-marker and sums its bytes."""
+    import zlib
+
+    from infersize.sweep.chunks import Where, chunk_tasks, run_chunk
+    from infersize.sweep.tables import OUTPUT_TABLES
+
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    task = chunk_tasks(plan, 3, False)[0]
+    out = tmp_path / "out"
+    out.mkdir()
+    run = generations.start(out, generations.new_run_id())
+    for sub in (*OUTPUT_TABLES, "done"):
+        (run.parts / sub).mkdir()
+    main_pid = {"main": os.getpid(), "loky worker": os.getppid(), "dask worker": 0}[writer]
+    done = run_chunk(task, Where(str(out), run.run_id, main_pid))
+    part = run.parts / "frontier" / "part-000000.arrow"
+    assert _stored_whole(part) is whole
+    assert (done.parts is not None) is in_memory
+    marker = json.loads((run.parts / "done" / "000000.json").read_text())
+    assert marker["crc32"]["frontier"] == zlib.crc32(part.read_bytes())
+
+
 def test_a_part_with_a_block_of_zeros_is_scored_again(tmp_path, monkeypatch):
     """An uncompressed part keeps its length and footer when a crash before the page cache
     reached the disk leaves a block of it zeros: it reads back, wrong. Its bytes no longer
