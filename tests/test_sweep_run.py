@@ -253,8 +253,13 @@ def test_who_writes_a_part_decides_its_codec(tmp_path, writer, whole, in_memory)
     run = generations.start(out, generations.new_run_id())
     for sub in (*OUTPUT_TABLES, "done"):
         (run.parts / sub).mkdir()
-    main_pid = {"main": os.getpid(), "loky worker": os.getppid(), "dask worker": 0}[writer]
-    done = run_chunk(task, Where(str(out), run.run_id, main_pid))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:  # a live process not this one: the main process a loky worker works for
+        main_pid = {"main": os.getpid(), "loky worker": other.pid, "dask worker": 0}[writer]
+        done = run_chunk(task, Where(str(out), run.run_id, main_pid))
+    finally:
+        other.kill()
+        other.wait()
     part = run.parts / "frontier" / "part-000000.arrow"
     assert _stored_whole(part) is whole
     assert (done.parts is not None) is in_memory
