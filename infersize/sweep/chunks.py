@@ -14,7 +14,6 @@ never a temp file into a folder that is published."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import time
@@ -22,7 +21,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import asdict, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
@@ -93,7 +92,8 @@ def read_part(folder: Dir, name: str, mapped: bool = False, crc32: int | None = 
     """A part, whole: read into memory, or with `mapped` mapped from the page cache (no copy
     of an uncompressed part, but its map and the map's file descriptor stay open as long as
     the table lives: for a reader that drops each part before the next, as the merge does).
-    With `crc32`, a part whose bytes do not sum to it is refused (ValueError)."""
+    With `crc32`, a part read into memory whose bytes do not sum to it is refused
+    (ValueError)."""
     if mapped:
         data = pa.py_buffer(walk.map_file(folder, name))
     else:
@@ -103,25 +103,16 @@ def read_part(folder: Dir, name: str, mapped: bool = False, crc32: int | None = 
     return pa.ipc.open_file(pa.BufferReader(data)).read_all()
 
 
-class _Summed(io.RawIOBase):
+class _Summed(walk.WriteThrough):
     """A file written through, summing what passes (CRC-32)."""
 
     def __init__(self, handle: BinaryIO) -> None:
-        super().__init__()
-        self.handle, self.crc32, self.position = handle, 0, 0
+        super().__init__(handle)
+        self.crc32 = 0
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
+    def pass_on(self, view: memoryview) -> None:
         self.crc32 = zlib.crc32(view, self.crc32)
         self.handle.write(view)
-        self.position += view.nbytes
-        return view.nbytes
-
-    def tell(self) -> int:
-        return self.position
 
 
 class _TableFile:

@@ -10,10 +10,9 @@ name and renamed into place only when whole; a failure removes the temp files.
 
 from __future__ import annotations
 
-import io
 import os
 from contextlib import ExitStack, suppress
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,29 +25,18 @@ from infersize.sweep.store.walk import Dir
 from infersize.sweep.tables import OutputTable
 
 
-class _Sink(io.RawIOBase):
+class _Sink(walk.WriteThrough):
     """A file the Parquet writer writes through, which can be told to drop what follows: an
     abandoned table (a full disk, an interrupted run) is closed into nothing, so the writer
     ends cleanly instead of failing again when it is collected."""
 
     def __init__(self, handle: BinaryIO) -> None:
-        super().__init__()
-        self.handle = handle
-        self.position = 0
+        super().__init__(handle)
         self.dropped = False
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        size = len(memoryview(data))
+    def pass_on(self, view: memoryview) -> None:
         if not self.dropped:
-            self.handle.write(data)
-        self.position += size
-        return size
-
-    def tell(self) -> int:
-        return self.position
+            self.handle.write(view)
 
 
 class _StreamedTable:

@@ -11,6 +11,7 @@ renamed into place, so no temp file is ever inside a folder that is published.""
 from __future__ import annotations
 
 import errno
+import io
 import mmap
 import os
 import secrets
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from infersize.errors import InfersizeError
 
@@ -163,6 +164,31 @@ def read_bytes(folder: Dir, name: str, limit: int = 64 * 2**20) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(folder.path / name))
         return handle.read(limit)
+
+
+class WriteThrough(io.RawIOBase):
+    """A file that hands what a writer writes on to `handle` (pass_on) and counts it: what
+    pyarrow's writers ask of a file object they are given (write, tell)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self.handle = handle
+        self.position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.pass_on(view)
+        self.position += view.nbytes
+        return view.nbytes
+
+    def pass_on(self, view: memoryview) -> None:
+        self.handle.write(view)
+
+    def tell(self) -> int:
+        return self.position
 
 
 def map_file(folder: Dir, name: str) -> mmap.mmap:
