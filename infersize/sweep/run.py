@@ -301,7 +301,8 @@ def _run_locked(
         t for t in chunk_tasks(plan, options.best_top_n, options.with_cells) if t.index not in done
     ]
     main_pid = 0 if options.backend == "dask" else os.getpid()
-    where = Where(str(out_dir), generation.run_id, main_pid)
+    # absolute: a reused worker started in another working directory finds the same folder
+    where = Where(str(out_dir.absolute()), generation.run_id, main_pid)
     jobs = options.jobs
     if options.backend == "loky":
         jobs = jobs_for(options.jobs, plan.work_cells, len(tasks))
