@@ -346,7 +346,7 @@ def test_spec_start_up_imports_no_heavy_modules():
     code = (
         "import sys\nfrom infersize.cli import app\n"
         "try:\n    app(" + repr([*SEED_ARGS, "--json"]) + ")\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow') "
+        "heavy = [m for m in ('polars', 'joblib', 'loky', 'scipy', 'pyarrow') "
         "if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)"
     )

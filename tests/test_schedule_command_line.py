@@ -206,7 +206,8 @@ def test_schedule_start_up_imports_no_heavy_modules():
     code = (
         "import sys\nfrom infersize.cli import app\n"
         f"try:\n    app({[*EIGHT_B, '--json']!r})\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('polars', 'joblib', 'scipy', 'pyarrow') if m in sys.modules]\n"
+        "heavy = [m for m in ('polars', 'joblib', 'loky', 'scipy', 'pyarrow')\n"
+        "         if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)"
     )
     done = subprocess.run(

@@ -19,6 +19,7 @@ HEAVY = (
     "matplotlib",
     "scipy",
     "joblib",
+    "loky",
     "yaml",
     "infersize.catalog.records",  # the catalog's records and store: a catalog being loaded
     "infersize.catalog.store",

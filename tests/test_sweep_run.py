@@ -219,6 +219,29 @@ def test_a_relative_output_folder_is_found_by_workers_started_in_another_folder(
         ).read_bytes()
 
 
+def test_a_finished_run_leaves_no_worker_running(tmp_path, monkeypatch):
+    """A run tells its idle workers to exit as soon as the last chunk is in (they end while
+    the tables are finished), rather than leaving them to loky's idle timeout or to the
+    process's exit, which then waits for them."""
+    import multiprocessing
+
+    from loky.backend.process import LokyProcess
+
+    from infersize.sweep.workers import stop_workers
+
+    def workers() -> list[object]:
+        return [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
+
+    stop_workers(wait=True)  # none left over from another test of this process
+    monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")  # the run starts a worker
+    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
+    run_sweep(plan, tmp_path / "out", RunOptions(jobs=2))
+    deadline = time.monotonic() + 20
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers() == []
+
+
 def _stored_whole(path: Path) -> bool:
     """Whether an Arrow IPC part holds its buffers uncompressed: its bytes are exactly what
     an uncompressed writer makes of the table it reads back as (LZ4 makes fewer)."""

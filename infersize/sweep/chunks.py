@@ -27,12 +27,11 @@ import pyarrow as pa
 
 from infersize.errors import InfersizeError
 from infersize.record import record
-from infersize.sweep.capacity.table import output_tables
 from infersize.sweep.score import ChunkTask, score
 from infersize.sweep.store import walk
 from infersize.sweep.store.generations import Generation
 from infersize.sweep.store.walk import Dir
-from infersize.sweep.tables import cells_tables
+from infersize.sweep.tables import OUTPUT_TABLES, OutputTable, cells_tables
 
 if TYPE_CHECKING:  # workers import this module: not the planner (YAML schema, pydantic)
     from infersize.sweep.plan import Plan
@@ -162,8 +161,7 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
     pa.set_cpu_count(1)  # one worker per core: no nested thread pools
     start = time.perf_counter()
     scored = score(task) if task.decode else None
-    with_capacity = task.capacity is not None
-    tables = {name: t.build(task, scored) for name, t in output_tables(with_capacity).items()}
+    tables = {name: t.build(task, scored) for name, t in _tables_of(task).items()}
     in_main = os.getpid() == where.main_pid
     compress = in_main or not where.main_pid  # uncompressed: a loky worker's, mapped by the main
     part = part_name(task.index)
@@ -183,6 +181,16 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
         marker = {k: v for k, v in asdict(done).items() if k != "parts"}
         walk.write_bytes(folder, f"{task.index:06d}.json", tmp, json.dumps(marker))
     return replace(done, parts=tables) if in_main else done
+
+
+def _tables_of(task: ChunkTask) -> dict[str, OutputTable]:
+    """The tables a chunk writes. The capacity table's module (the capacity service, 0.14 s
+    of a worker's start) is loaded only for a chunk of capacity rows."""
+    if task.capacity is None:
+        return OUTPUT_TABLES
+    from infersize.sweep.capacity.table import output_tables
+
+    return output_tables(with_capacity=True)
 
 
 def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:

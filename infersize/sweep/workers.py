@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -33,6 +32,9 @@ THREAD_VARIABLES = (
 WORKER_THREAD_LIMITS = dict.fromkeys(THREAD_VARIABLES, "1")  # the processes are the parallelism
 IDLE_WORKER_S = 300
 AHEAD = 4  # items queued per worker: none runs dry while the caller scores or merges
+# the executor loky_workers last returned (loky keeps its reusable one out of reach: in a
+# module global before 3.7, per thread since)
+_STARTED: dict[str, Any] = {}
 
 
 def jobs_for(jobs: int, cells: float, chunks: int) -> int:
@@ -66,7 +68,7 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     import signal
     from multiprocessing import resource_tracker
 
-    from joblib.externals.loky import get_reusable_executor
+    from loky import get_reusable_executor
 
     held = {getattr(signal, name) for name in HELD_SIGNALS if hasattr(signal, name)}
     masks = hasattr(signal, "pthread_sigmask")  # POSIX
@@ -90,6 +92,7 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    _STARTED["executor"] = executor
     return executor
 
 
@@ -143,7 +146,8 @@ def _import_in_worker(simulator: bool = False) -> int:
         import polars  # noqa: F401
 
         import infersize.core.serving.kernel
-        import infersize.core.serving.meanfield_steps  # noqa: F401
+        import infersize.core.serving.meanfield_steps
+        import infersize.sweep.capacity.table  # noqa: F401
     return os.getpid()
 
 
@@ -189,10 +193,9 @@ def _busy(running: set[Future[Any]]) -> int:
 
 def _running_executor() -> Any:
     """This process's loky executor, if one was started (not a new one, as
-    get_reusable_executor() would make); a run that never started one does not import joblib
-    to learn that (0.1 s)."""
-    reusable_executor = sys.modules.get("joblib.externals.loky.reusable_executor")
-    return getattr(reusable_executor, "_executor", None)
+    get_reusable_executor() would make); a run that never started one does not import loky
+    to learn that."""
+    return _STARTED.get("executor")
 
 
 def stop_workers(wait: bool = False) -> None:
@@ -229,7 +232,7 @@ def _kill_workers() -> bool:
     import multiprocessing
     import signal
 
-    from joblib.externals.loky.backend.process import LokyProcess
+    from loky.backend.process import LokyProcess
 
     workers = [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
     for worker in workers:
