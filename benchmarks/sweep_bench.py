@@ -9,7 +9,9 @@ every 50 ms), with the scoring seconds the manifests record; the same sweep once
 Dask (a LocalCluster of 2) when Dask is installed. For the big variant each round also runs
 two independent --jobs 1 runs at once: what two cores of this machine give at most (they
 share memory bandwidth, the page cache and, on a VM, the host; benchmarks/two_cores.py shows
-which work slows), the ceiling --jobs 2 is held to.
+which work slows), the ceiling --jobs 2 is held to: a round's share of it is the two runs' wall
+over twice that round's --jobs 2 wall (two runs' throughput against one's), the median of rounds
+the figure.
 Medians are the figures; the fastest round of each kind is printed too, as the least
 disturbed by the machine's other load (a shared VM's disk stalls a run for seconds at times).
 Then the floor of the same sweep, each part timed here as a median:
@@ -287,11 +289,15 @@ def big_figures(sweep: Path, tmp: Path, repeat: int) -> None:
     )
     two_cores = [2 * run[0] / pair for run, pair in zip(runs[1], ceiling, strict=True)]
     shown = ", ".join(f"{r:.2f}" for r in two_cores)
+    # each round's share: --jobs 2's throughput (one run in its wall) over two runs at once
+    # (two runs in theirs), pair / (2 x jobs-2 wall); the --jobs 1 run cancels out, and with
+    # it the noise of a third timing
+    shares = [pair / (2 * run[0]) for run, pair in zip(runs[2], ceiling, strict=True)]
     print(
         f"two --jobs 1 runs at once, the most two cores of this machine give: "
         f"{statistics.median(two_cores):.2f}x the throughput of one (rounds: {shown}); "
-        f"--jobs 2 reaches {statistics.median(ratios) / statistics.median(two_cores):.0%} "
-        "of it"
+        f"--jobs 2 reaches {statistics.median(shares):.0%} of it (each round's two at once "
+        f"over twice its --jobs 2 wall: {', '.join(f'{r:.0%}' for r in shares)})"
     )
     fastest = {jobs: min(run[0] for run in runs[jobs]) for jobs in (1, 2)}
     print(
