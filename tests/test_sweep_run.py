@@ -193,23 +193,27 @@ def test_jobs_1_and_2_give_byte_identical_tables(tmp_path, monkeypatch):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
-def test_a_relative_output_folder_is_found_by_workers_started_in_another_folder(
-    tmp_path, monkeypatch
-):
+def test_relative_paths_are_found_by_workers_started_in_another_folder(tmp_path, monkeypatch):
     """Workers are reused between runs of one process (loky's reusable executor) and keep the
-    working directory they started in: a later run into a relative folder, from another
-    directory, must still be found by them (it was not: "the run's folder was removed")."""
+    working directory they started in: a later run from another directory, into a relative
+    folder and with a relative catalog overlay, must still find both (the folder was not
+    found: "the run's folder was removed"; nor was the overlay)."""
     from infersize.sweep.workers import stop_workers, warm_workers
 
     monkeypatch.setenv("INFERSIZE_MIN_PARALLEL_CELLS", "0")  # the worker scores chunks too
-    plan = plan_for(tmp_path, SMALL.replace("SPEEDUP", "leviathan"))
     (tmp_path / "started").mkdir()
     (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "mine.yaml").write_text("gpus: []\n")
+    monkeypatch.chdir(tmp_path / "runs")
+    path = Path("sweep.yaml")
+    path.write_text(SMALL.replace("SPEEDUP", "leviathan"))
+    config, doc = load_sweep(path)
+    plan = build_plan(config, doc, ("mine.yaml",))
     monkeypatch.chdir(tmp_path / "started")
     try:
         warm_workers(2)  # the worker starts here...
         monkeypatch.chdir(tmp_path / "runs")
-        run_sweep(plan, Path("out"), RunOptions(jobs=2))  # ...and writes for a run here
+        run_sweep(plan, Path("out"), RunOptions(jobs=2))  # ...and works for a run here
     finally:
         stop_workers(wait=True)
     run_sweep(plan, tmp_path / "one", RunOptions(jobs=1))

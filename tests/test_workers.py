@@ -165,6 +165,35 @@ def test_a_run_without_workers_never_imports_joblib_or_loky(tmp_path):
     assert (tmp_path / "out" / "frontier.parquet").exists()
 
 
+def test_workers_interrupted_while_they_start_are_stopped(monkeypatch):
+    """A Ctrl-C that arrives while the workers start is delivered when their start unmasks
+    it, after loky made them: the run's clean-up (stop_workers) must still find and kill
+    them, not leave them importing while the process exits."""
+    import multiprocessing
+
+    from loky.backend.process import LokyProcess
+    from loky.reusable_executor import _ReusablePoolExecutor
+
+    from infersize.sweep.workers import loky_workers, stop_workers
+
+    def workers() -> list[object]:
+        return [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
+
+    stop_workers(wait=True)  # none left over from another test of this process
+    submit = _ReusablePoolExecutor.submit
+
+    def submit_then_interrupted(self, *args, **kwargs):
+        submit(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_ReusablePoolExecutor, "submit", submit_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        loky_workers(1)
+    assert workers()  # started
+    stop_workers(wait=True)
+    assert workers() == []
+
+
 def test_a_run_leaves_its_objects_frozen_for_the_exit(tmp_path):
     """After `sweep run`, the process's exit does not walk every object it holds once more
     (the interpreter's last full collection, 0.1 s after a 100 M-cell run): they are frozen

@@ -184,7 +184,7 @@ def run_chunk(task: ChunkTask, where: Where) -> ChunkDone:
 
 
 def _tables_of(task: ChunkTask) -> dict[str, OutputTable]:
-    """The tables a chunk writes. The capacity table's module (the capacity service, 0.14 s
+    """The tables a chunk writes. The capacity table's module (the capacity service, 0.05 s
     of a worker's start) is loaded only for a chunk of capacity rows."""
     if task.capacity is None:
         return OUTPUT_TABLES
@@ -194,6 +194,10 @@ def _tables_of(task: ChunkTask) -> dict[str, OutputTable]:
 
 
 def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask]:
+    # the catalog overlays as absolute paths: a reused worker keeps the working directory it
+    # started in (the plan keeps them as written, for its hash and its resolved YAML)
+    overlays = tuple(str(Path(path).absolute()) for path in plan.scoring.catalog_files)
+    scoring = replace(plan.scoring, catalog_files=overlays)
     return [
         ChunkTask(
             index=chunk.index,
@@ -202,7 +206,7 @@ def chunk_tasks(plan: Plan, best_top_n: int, with_cells: bool) -> list[ChunkTask
             batches=plan.batches[slice(*chunk.batches)],
             scenarios=plan.scenarios,
             ks=plan.ks,
-            scoring=plan.scoring,
+            scoring=scoring,
             best_top_n=best_top_n,
             with_cells=with_cells,
             decode=chunk.decode,

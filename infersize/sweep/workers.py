@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -84,6 +85,7 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
             initializer=watch_parent,
             initargs=(os.getpid(),),
         )
+        _STARTED["executor"] = executor  # before anything that may raise: stop_workers finds it
         # starts the workers, the tracker and the manager thread now; a worker's first task
         # imports what a chunk runs, as loky takes its memory baseline after the first task
         # (the libraries, the compiled simulator among them, would otherwise read as a leak
@@ -92,7 +94,6 @@ def loky_workers(n: int, simulator: bool = False) -> Any:
     finally:
         if masks:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    _STARTED["executor"] = executor
     return executor
 
 
@@ -211,6 +212,8 @@ def stop_workers(wait: bool = False) -> None:
     the run's line and leaving its semaphores to the resource tracker's leak warning."""
     executor = _running_executor()
     if executor is None:
+        if "loky" in sys.modules:  # interrupted while loky was creating the executor
+            _kill_workers()
         return
     if _kill_workers():
         for thread in threading.enumerate():
