@@ -6,8 +6,8 @@ speed figures are the generated page's.
 Run it on a quiet machine, once, after the code it measures is final:
     python benchmarks/performance_doc.py [--repeat 3]
 `--rerender` writes the page and the summary again from the page's own recorded runs (a change
-of presentation, no new measurement); `--only TEXT` measures again the commands containing TEXT
-and keeps the page's other recorded runs.
+of presentation, no new measurement); `--only TEXT` measures again the command that is TEXT, or
+else the commands containing TEXT, and keeps the page's other recorded runs.
 tests/test_docs.py checks that the README's summary is the page's.
 """
 
@@ -182,12 +182,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rerender", action="store_true", help="no new measurement")
-    parser.add_argument("--only", help="measure again only the commands containing this text")
+    parser.add_argument(
+        "--only", help="measure again only this command, or the commands containing this text"
+    )
     args = parser.parse_args()
     if args.rerender or args.only:
         runs, when = recorded(DOC.read_text(encoding="utf-8"))
         if args.only:  # the page's date stays that of its other runs; each run states its load
-            runs = [run(r.command) if args.only in r.command else r for r in runs]
+            exact = any(r.command == args.only for r in runs)  # that command alone
+            runs = [
+                run(r.command)
+                if (r.command == args.only if exact else args.only in r.command)
+                else r
+                for r in runs
+            ]
     else:
         when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         runs = [run(command) for command in commands(args.repeat)]
