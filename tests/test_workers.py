@@ -165,33 +165,42 @@ def test_a_run_without_workers_never_imports_joblib_or_loky(tmp_path):
     assert (tmp_path / "out" / "frontier.parquet").exists()
 
 
-def test_workers_interrupted_while_they_start_are_stopped(monkeypatch):
+INTERRUPTED_START = """
+import multiprocessing, sys
+from loky.backend.process import LokyProcess
+from loky.reusable_executor import _ReusablePoolExecutor
+from infersize.sweep.workers import loky_workers, stop_workers
+submit = _ReusablePoolExecutor.submit
+def submit_then_interrupted(self, *args, **kwargs):
+    submit(self, *args, **kwargs)
+    raise KeyboardInterrupt
+_ReusablePoolExecutor.submit = submit_then_interrupted
+def workers():
+    return [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
+try:
+    loky_workers(1)
+except KeyboardInterrupt:
+    print("INTERRUPTED")
+print("STARTED", len(workers()))
+stop_workers(wait=True)
+print("LEFT", len(workers()))
+"""
+
+
+def test_workers_interrupted_while_they_start_are_stopped():
     """A Ctrl-C that arrives while the workers start is delivered when their start unmasks
     it, after loky made them: the run's clean-up (stop_workers) must still find and kill
-    them, not leave them importing while the process exits."""
-    import multiprocessing
-
-    from loky.backend.process import LokyProcess
-    from loky.reusable_executor import _ReusablePoolExecutor
-
-    from infersize.sweep.workers import loky_workers, stop_workers
-
-    def workers() -> list[object]:
-        return [p for p in multiprocessing.active_children() if isinstance(p, LokyProcess)]
-
-    stop_workers(wait=True)  # none left over from another test of this process
-    submit = _ReusablePoolExecutor.submit
-
-    def submit_then_interrupted(self, *args, **kwargs):
-        submit(self, *args, **kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(_ReusablePoolExecutor, "submit", submit_then_interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        loky_workers(1)
-    assert workers()  # started
-    stop_workers(wait=True)
-    assert workers() == []
+    them, not leave them importing while the process exits. In a process of its own: no
+    worker of another test is there."""
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_START],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parents[1],
+    )
+    assert done.stdout.split("\n")[:3] == ["INTERRUPTED", "STARTED 1", "LEFT 0"], done.stderr
 
 
 def test_a_run_leaves_its_objects_frozen_for_the_exit(tmp_path):
