@@ -131,6 +131,18 @@ def test_a_worker_run_dry_is_given_the_items_left_while_the_caller_hands_results
     assert sorted(done) == list(range(6))
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a new Python process in the project's root, its output kept."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parents[1],
+    )
+
+
 def test_a_run_without_workers_never_imports_joblib_or_loky(tmp_path):
     """--jobs 1 starts no loky executor, so releasing workers at the end must not import
     loky (or joblib, 0.1 s) to find none."""
@@ -153,14 +165,7 @@ def test_a_run_without_workers_never_imports_joblib_or_loky(tmp_path):
         "except SystemExit as exit:\n    print('EXIT', exit.code, file=sys.stderr)\n"
         "print('POOL', sorted({'joblib', 'loky'} & set(sys.modules)), file=sys.stderr)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).parents[1],
-    )
+    done = _python(code)
     assert "EXIT 0" in done.stderr and "POOL []" in done.stderr, done.stderr
     assert (tmp_path / "out" / "frontier.parquet").exists()
 
@@ -192,14 +197,7 @@ def test_workers_interrupted_while_they_start_are_stopped():
     it, after loky made them: the run's clean-up (stop_workers) must still find and kill
     them, not leave them importing while the process exits. In a process of its own: no
     worker of another test is there."""
-    done = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_START],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).parents[1],
-    )
+    done = _python(INTERRUPTED_START)
     assert done.stdout.split("\n")[:3] == ["INTERRUPTED", "STARTED 1", "LEFT 0"], done.stderr
 
 
@@ -214,14 +212,7 @@ def test_a_run_leaves_its_objects_frozen_for_the_exit(tmp_path):
         f"app(['sweep', 'run', 'sweeps/quickstart.yaml', '--out', {str(tmp_path / 'out')!r},"
         " '-q'])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).parents[1],
-    )
+    done = _python(code)
     assert done.returncode == 0 and "FROZEN True" in done.stderr, done.stderr
 
 
