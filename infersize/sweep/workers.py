@@ -193,9 +193,8 @@ def _busy(running: set[Future[Any]]) -> int:
 
 
 def _running_executor() -> Any:
-    """This process's loky executor, if one was started (not a new one, as
-    get_reusable_executor() would make); a run that never started one does not import loky
-    to learn that."""
+    """The loky executor loky_workers last started in this process, None if none was (not a
+    new one, as get_reusable_executor() would make)."""
     return _STARTED.get("executor")
 
 
