@@ -108,7 +108,11 @@ QWEN3_NEXT_SGLANG = (
     "clients the median gap between tokens is 13.8 ms but the 95th percentile 195 ms, so the "
     "decodes spend most of the run waiting behind prefill steps several times dearer than the "
     "model's: its 36 Gated DeltaNet layers' chunked-prefill kernels (Triton, run eagerly in "
-    "SGLang's extend pass) cost what no fit row holds"
+    "SGLang's extend pass) cost what no fit row holds. Part of the 100-client gap is the lengths: "
+    "served at the logged means, the clients finish together and share prefill passes (8.6 ms "
+    "a token and 10,785 tokens/s priced); drawn uniformly about the same means (a diagnostic, "
+    "ShareGPT's spread not being published with the run), 25.6 ms and 3,751 tokens/s, against "
+    "50.87 ms and 1,951.6 measured"
 )
 A100_TP8_PREFILL = (
     "one prefill of the median prompt (about 4,000 tokens of bench_serving's draws) at tensor "
@@ -134,17 +138,47 @@ TP8_ALLREDUCE = (
     "was found, so its ring is priced at the 300 GB/s line rate, which 8 x H100 reaches 59 % of"
 )
 GLM46_STEP = (
-    "GLM-4.6 decodes alone at 14.8 ms a token on 8 x B200 under SGLang 0.5.6.post1, and the log's "
-    "inter-token gaps (median 14.82 ms, p95 15.17 ms) put all of it in the decode step, none in "
-    "prefill or scheduling stalls; the step model prices 9.9 ms. Qwen3-235B-A22B, a fit row on "
-    "the same GPUs and release, measures 10.12 ms and is priced at 9.6: the model puts the two "
-    "0.2 ms apart (GLM-4.6's 20 GB more of active BF16 weights), the runs put them 4.7 ms apart, "
-    "about 50 us a layer (92 layers) beyond the MoE-layer cost fitted to DeepSeek-R1 and "
-    "Qwen3-235B. GLM-4.6's layers differ from theirs in a 96-head attention with partial rotary "
-    "and a 160-expert grouped router beside a shared expert "
+    "GLM-4.6 decodes alone at 14.8-15.0 ms a token on 8 x B200 under SGLang 0.5.6.post1 with "
+    "prompts of 1,000 and 8,000 tokens alike, and the 1K/1K log's inter-token gaps (median "
+    "14.82 ms, p95 15.17 ms) put all of it in the decode step, none in prefill or scheduling "
+    "stalls; the step model prices 10.3 ms. Qwen3-235B-A22B, on the same GPUs and release, "
+    "measures 10.12 ms and is priced at 10.1: the model puts the two 0.2 ms apart (GLM-4.6's "
+    "20 GB more of active BF16 weights), the runs put them 4.7 ms apart, about 50 us a layer "
+    "(92 layers) beyond the MoE-layer cost fitted to the DeepSeek-R1, Qwen3-235B and GLM-4.6 "
+    "pages together. Both leave SGLang's MoE runner at auto (0.5.6 picks FlashInfer's "
+    "TensorRT-LLM kernels only for FP8 and FP4 Qwen3 MoE checkpoints on Blackwell, "
+    "ServerArgs._handle_model_specific_adjustments, "
+    "sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: "
+    "python/sglang/srt/server_args.py); GLM-4.6's layers differ from Qwen3's in a 96-head "
+    "attention with partial rotary and a 160-expert grouped router beside a shared expert "
     "(sgl-project/sglang@9a327bdfcfd88faf04c221352960ccc08c2effad: "
     "python/sglang/srt/models/glm4_moe.py), and no public row tells which holds the cost; at 16 "
-    "and 100 clients the rows come within their bounds (-18 %)"
+    "and more clients the rows come within their bounds (-13 to -19 %)"
+)
+GPTOSS_ALLREDUCE = (
+    "gpt-oss-120b decodes alone at 2.31 ms a token on 8 x B200 under SGLang 0.5.6 (p95 gap "
+    "2.35 ms), 64 us a layer all in, where the step model prices 3.7 ms, 1.8 ms of it the 72 "
+    "all-reduces of a step at 25 us each (NCCL's latency on 8 x H100). On Blackwell SGLang 0.5.6 "
+    "fuses each all-reduce with the residual add and RMSNorm for GptOssForCausalLM, as for "
+    "DeepseekV3ForCausalLM (ServerArgs._handle_model_specific_adjustments sets "
+    "enable_flashinfer_allreduce_fusion, "
+    "sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: "
+    "python/sglang/srt/server_args.py), a one-shot kernel measured at 8.7 us against 13.5 us "
+    "unfused on 8 x B200 (https://github.com/sgl-project/sglang/pull/7621): at 8.7 us the step "
+    "would be priced 2.5 ms. The fusion is not priced: DeepSeek-R1, a fit source, runs it too, "
+    "and the MLA layer cost that would absorb the difference there is held by the vLLM "
+    "presets too"
+)
+SHAREGPT_MEANS = (
+    "bench_serving's default ShareGPT conversations, served at the logged means (297 tokens in, "
+    "192 out) because the page gives no request's own: 100 clients of one length finish "
+    "together and their prompts share prefill passes, so the model waits longer for a first "
+    "token (90.7 ms priced, 31.5 measured, the one-client figure: the engine prefilled each "
+    "prompt as it came) and decodes in fuller steps (17,167 tokens/s priced, 7,773 measured; "
+    "the median gap between tokens, 5.75 ms, is near the 5.3 ms a token the model prices). "
+    "Drawn uniformly about the same means (1 to twice each, a diagnostic: ShareGPT's own spread "
+    "is not published with the run) the same run prices 18.0 ms a token (14.31 measured), a "
+    "first token at 41.4 ms and 5,308 tokens/s"
 )
 SPEC_HOST = (
     "SGLang's EAGLE path (NEXTN included) turns the overlap scheduler off unless "
@@ -184,7 +218,19 @@ QWEN35_PREFILL = (
     "(EAGLEWorker.forward_batch_generation runs forward_target_extend, then forward_draft_extend)"
 )
 KNOWN_MISSES = {
-    **{f"cookbook-glm46-8xb200-1k1k-c1-{k}": GLM46_STEP for k in ("tpot-mean", "output-tps")},
+    **{
+        f"cookbook-glm46-8xb200-{s}-c1-{k}": GLM46_STEP
+        for s in ("1k1k", "1k8k", "8k1k")
+        for k in ("tpot-mean", "output-tps")
+    },
+    **{
+        f"cookbook-gptoss-120b-8xb200-sharegpt-c1-{k}": GPTOSS_ALLREDUCE
+        for k in ("tpot-mean", "output-tps")
+    },
+    **{
+        f"cookbook-gptoss-120b-8xb200-sharegpt-c100-{k}": SHAREGPT_MEANS
+        for k in ("tpot-mean", "ttft-p50", "output-tps")
+    },
     "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c1-ttft-p50": QWEN35_PREFILL,
     "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c1-output-tps": SPEC_HOST,
     **{

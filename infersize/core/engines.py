@@ -126,8 +126,8 @@ class Engine:
 # decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
 # of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
 SERVING: dict[str, Any] = {
-    "moe_layer_overhead_s": 3e-5,
-    "mla_layer_overhead_s": 4.5e-5,
+    "moe_layer_overhead_s": 3.5e-5,
+    "mla_layer_overhead_s": 4e-5,
     "eager_layer_overhead_s": 3.5e-4,
     "eager_moe_layer_overhead_s": 5e-4,
     "eager_mla_layer_overhead_s": 1e-3,
