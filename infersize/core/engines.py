@@ -18,6 +18,12 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from infersize.core.allreduce import (
+    SGLANG_056_FUSION,
+    SGLANG_059_FUSION,
+    TRTLLM_FUSION,
+    AllReduceFusion,
+)
 from infersize.core.engine_constants import (
     MIB,
     REJECTION_SAMPLER_BYTES_PER_LOGIT,
@@ -66,6 +72,7 @@ class Engine:
     # 8 x H100 NCCL 19-25 us up to 512 KB, 25.5 us at 0 bytes of the 1-16 MiB line
     # (ByteDance-Seed/Triton-distributed#57)
     allreduce_latency_s: float = 2.5e-5
+    allreduce_fusion: AllReduceFusion | None = None  # where it fuses them (core/allreduce.py)
     support_family: str = "vllm"  # whose kernels decide what runs where (configs/support.yaml)
     memory_rule: str = "sum"  # sum | vllm | sglang | trtllm: how core/fit.py sizes memory
     release: str = ""  # the engine release whose rules the preset follows
@@ -126,7 +133,7 @@ class Engine:
 # decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
 # of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
 SERVING: dict[str, Any] = {
-    "moe_layer_overhead_s": 3.5e-5,
+    "moe_layer_overhead_s": 6.5e-5,
     "mla_layer_overhead_s": 4e-5,
     "eager_layer_overhead_s": 3.5e-4,
     "eager_moe_layer_overhead_s": 5e-4,
@@ -236,6 +243,7 @@ SGLANG = Engine(
     # cache, "is not compatible with overlap schedule" (Qwen3NextForCausalLM in
     # ServerArgs._handle_model_specific_adjustments, at the commit above)
     schedules_ahead=False,
+    allreduce_fusion=SGLANG_056_FUSION,
 )
 SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(
@@ -276,6 +284,7 @@ SGLANG_059 = replace(
     # configs name float32 (Qwen3.5-0.8B's, configs/models.yaml) or none, Qwen3-Next's none:
     # float32 for every hybrid model the catalog holds, a config's own where a user's names one
     mamba_ssm_dtype=None,
+    allreduce_fusion=SGLANG_059_FUSION,
 )
 TRTLLM = Engine(
     name="trtllm",
@@ -295,6 +304,7 @@ TRTLLM = Engine(
     # tensorrt_llm/llmapi/llm_args.py); graphs capture generation-only batches
     admission="whole-request",
     eager_prefill=True,
+    allreduce_fusion=TRTLLM_FUSION,
 )
 TRTLLM = replace(TRTLLM, **SERVING)
 

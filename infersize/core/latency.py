@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.catalog.records import ComponentBytes, Gpu, Model, WeightFormat
+from infersize.core.allreduce import allreduce_latency_s
 from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.engines import Engine
 from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes, step_traffic
@@ -58,6 +59,7 @@ class StepCost:
     moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
     mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
     compute_bits: Num = 16.0  # the matmuls' input width: 16, 8 (FP8, INT8) or 4 (FP4)
+    fused_allreduce: Num = 0.0  # 1: the engine fuses its all-reduces (core/allreduce.py)
 
 
 def _attention_flops_per_context(model: Model) -> float:
@@ -97,9 +99,11 @@ def step_cost(
     gpu: Gpu,
     tp: int = 1,
     weight_only: bool = False,
+    fused_allreduce: bool = False,
 ) -> StepCost:
     """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks.
-    `weight_only`: the GPU dequantises `fmt` (support.yaml), so it multiplies at 16 bit."""
+    `weight_only`: the GPU dequantises `fmt` (support.yaml), so it multiplies at 16 bit.
+    `fused_allreduce`: the engine fuses the all-reduces of its passes."""
     share = _pass_share(model)
     read = float(weights.read_per_step) * share
     expert_bytes = weights.linear * counts.mlp_routed / counts.linear if counts.linear else 0.0
@@ -124,6 +128,7 @@ def step_cost(
         if weight_only
         else gpu.peak_flops(fmt.compute_dtype),
         link_bytes_per_s=allreduce_bus_bytes_per_s(gpu),
+        fused_allreduce=1.0 if fused_allreduce else 0.0,
     )
 
 
@@ -251,7 +256,10 @@ def pass_seconds(
     tp = floats(cost.tp)
     message = tokens * cost.hidden * ACTIVATION_BYTES
     ring = 2.0 * (tp - 1.0) / tp * message / cost.link_bytes_per_s  # 0 at tp = 1
-    t_allreduce = np.where(tp > 1, 2.0 * cost.layers * (engine.allreduce_latency_s + ring), 0.0)
+    latency = allreduce_latency_s(
+        engine.allreduce_latency_s, engine.allreduce_fusion, cost.fused_allreduce, tokens
+    )
+    t_allreduce = np.where(tp > 1, 2.0 * cost.layers * (latency + ring), 0.0)
     return floats(t_memory + t_compute + t_fixed + t_allreduce)
 
 

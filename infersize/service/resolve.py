@@ -72,12 +72,14 @@ def resolve_side(
     family: str = "vllm",
     dp_attention: bool = False,
     engine: Engine | None = None,
+    target_architecture: str | None = None,
 ) -> tuple[Side, Support]:
     """`quant` 'auto' means the checkpoint's own precision. When the precision is the
     checkpoint's own and its files were read, the weights are the files' exact bytes. The GPU's
     support of the precision under the engine family decides how the step is priced.
     `engine`: whose rule sets the linear-attention states' dtype (ssm_state_dtype; None: the
-    model's own)."""
+    model's own) and whether the side's all-reduces are fused (core/allreduce.py, decided by
+    `target_architecture`, the deployment's target's; None: this side is the target)."""
     source = resolve_model(name, catalog)
     if source.model.speculator == "ngram":  # nothing to store or run on the GPU
         fmt = catalog.weight_format("none")
@@ -91,7 +93,17 @@ def resolve_side(
     weight_only = support.level == "weight-only"
     exact = source.exact_weights(fmt)
     ssm_dtype = None if engine is None else ssm_state_dtype(engine, catalog, source.model)
-    side = prepare_side(source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention, ssm_dtype)
+    fusion = None if engine is None else engine.allreduce_fusion
+    own = source.model.architecture
+    fused = (
+        fusion is not None
+        and tp > 1
+        and not dp_attention
+        and fusion.fuses(target_architecture or own, own, gpu.architecture or "")
+    )
+    side = prepare_side(
+        source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention, ssm_dtype, fused
+    )
     return side, support
 
 
@@ -207,6 +219,7 @@ def resolve_deployment(req: DeploymentRequest, catalog: Catalog, engine: Engine)
             family,
             engine.dp_attention and draft_tp > 1,
             engine,
+            target.model.architecture,
         )
         sides["draft"] = (draft.fmt.id, d_support)
     check_pair(target.model, None if draft is None else draft.model, req.allow_cross_tokenizer)

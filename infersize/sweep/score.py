@@ -69,10 +69,12 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
     gpus = {name: catalog.gpu(name) for name in {s.gpu for s in task.settings}}
     limits = {name: scheduler_limits(engine, gpu) for name, gpu in gpus.items()}
     kvs = {name: catalog.kv_dtype(name) for name in {s.kv_dtype for s in task.settings}}
-    cache: dict[tuple[str, str, str, str, int], Side] = {}
+    cache: dict[tuple[str, str, str, str, int, str | None], Side] = {}
 
-    def side(model: str, quant: str, kv: str, gpu: str, tp: int) -> Side:
-        key = (model, quant, kv, gpu, tp)
+    def side(model: str, quant: str, kv: str, gpu: str, tp: int, target: str | None) -> Side:
+        """`target`: the target's architecture (which decides all-reduce fusion), or None
+        where `model` is the target."""
+        key = (model, quant, kv, gpu, tp, target)
         found = cache.get(key)
         if found is None:
             found = cache[key] = resolve_side(
@@ -85,20 +87,19 @@ def _numbers(task: ChunkTask, catalog: Catalog, engine: Engine) -> list[Deployme
                 engine.support_family,
                 engine.dp_attention and tp > 1,
                 engine,
+                target,
             )[0]
         return found
 
-    return [
-        deployment_numbers(
-            side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp),
-            side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, s.tp if engine.draft_shares_tp else 1),
-            gpus[s.gpu],
-            s.price_usd_per_hour,
-            engine,
-            limits[s.gpu],
+    def numbers(s: Setting) -> DeploymentNumbers:
+        target = side(s.target, s.target_quant, s.kv_dtype, s.gpu, s.tp, None)
+        draft_tp = s.tp if engine.draft_shares_tp else 1
+        draft = side(s.draft, s.draft_quant, s.kv_dtype, s.gpu, draft_tp, target.model.architecture)
+        return deployment_numbers(
+            target, draft, gpus[s.gpu], s.price_usd_per_hour, engine, limits[s.gpu]
         )
-        for s in task.settings
-    ]
+
+    return [numbers(s) for s in task.settings]
 
 
 def _grid(task: ChunkTask) -> tuple[FloatArray, FloatArray, FloatArray]:
