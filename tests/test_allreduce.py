@@ -11,10 +11,9 @@ from infersize.core.allreduce import (
     SGLANG_056_FUSION,
     SGLANG_059_FUSION,
     TRTLLM_FUSION,
-    allreduce_latency_s,
 )
 from infersize.core.engines import ENGINES
-from infersize.core.latency import step_time_s
+from infersize.core.latency import allreduce_latency_s, step_time_s
 from infersize.service.resolve import resolve_side
 
 

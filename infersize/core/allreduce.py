@@ -30,15 +30,12 @@ architectures on some GPUs:
 The fused all-reduce's latency is the one SGLang measured when it adopted the kernel: 8.7 µs
 against 13.5 µs for its unfused all-reduce and add-RMSNorm, DeepSeek-R1 at TP 8 on B200
 (https://github.com/sgl-project/sglang/pull/7621, "13.5us->8.7us"). It replaces the engine's
-per-all-reduce latency (core/latency.pass_seconds); the bytes still cross the links.
+per-all-reduce latency (core/latency.allreduce_latency_s); the bytes still cross the links.
+This module holds no numpy: engine presets import it on `spec`'s light path.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import ArrayLike
-
-from infersize.core.arrays import FloatArray, floats
 from infersize.record import record
 
 FUSED_ALLREDUCE_LATENCY_S = 8.7e-6  # sglang PR 7621: one-shot all-reduce + add-RMSNorm, 8 x B200
@@ -76,14 +73,3 @@ SGLANG_059_FUSION = AllReduceFusion(
     gpus=("hopper", "blackwell"),
 )
 TRTLLM_FUSION = AllReduceFusion(models=("deepseek_v3", "deepseek_mtp"), gpus=("blackwell",))
-
-
-def allreduce_latency_s(
-    unfused_s: float, fusion: AllReduceFusion | None, fused: ArrayLike, tokens: ArrayLike
-) -> FloatArray:
-    """Seconds of latency per all-reduce of a pass of `tokens` new tokens: the fused kernel's
-    where the side fuses (`fused` 1) and the pass fits its workspace, else `unfused_s`."""
-    if fusion is None:
-        return floats(np.broadcast_to(unfused_s, np.shape(tokens)))
-    on = (floats(fused) > 0) & (floats(tokens) <= fusion.max_tokens)
-    return floats(np.where(on, fusion.latency_s, unfused_s))

@@ -44,7 +44,8 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
     return (
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
-        "launches) is priced only as a fixed cost per MoE layer fitted on B200; a public "
-        "batch-1 measurement (Qwen3-30B-A3B, vLLM, A100) decodes a third slower than this "
-        "model says, so treat the speeds as upper bounds"
+        "launches) is priced only as a fixed cost per MoE layer fitted on B200; public batch-1 "
+        "measurements decode a sixth slower (Qwen3-30B-A3B, vLLM, A100) and in two-thirds of "
+        "the time (gpt-oss-120b, SGLang, B200) this model says, so treat the speeds as "
+        "estimates either way"
     )

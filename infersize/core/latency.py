@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from infersize.catalog.records import ComponentBytes, Gpu, Model, WeightFormat
-from infersize.core.allreduce import allreduce_latency_s
+from infersize.core.allreduce import AllReduceFusion
 from infersize.core.arrays import FloatArray, Num, floats
 from infersize.core.engines import Engine
 from infersize.core.memory import ACTIVATION_BYTES, KvLayout, kv_cache_bytes, step_traffic
@@ -221,6 +221,17 @@ def compute_efficiency(engine: Engine, tokens: ArrayLike, bits: ArrayLike = 16.0
         return floats(np.broadcast_to(peak, np.broadcast_shapes(t.shape, b.shape)))
     rows = np.maximum(t, 1.0)
     return floats(peak * rows / (rows + engine.mfu_half_tokens))
+
+
+def allreduce_latency_s(
+    unfused_s: float, fusion: AllReduceFusion | None, fused: ArrayLike, tokens: ArrayLike
+) -> FloatArray:
+    """Seconds of latency per all-reduce of a pass of `tokens` new tokens: the fused kernel's
+    where the side fuses (`fused` 1) and the pass fits its workspace, else `unfused_s`."""
+    if fusion is None:
+        return floats(np.broadcast_to(unfused_s, np.shape(tokens)))
+    on = (floats(fused) > 0) & (floats(tokens) <= fusion.max_tokens)
+    return floats(np.where(on, fusion.latency_s, unfused_s))
 
 
 def pass_seconds(

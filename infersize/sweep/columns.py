@@ -250,8 +250,8 @@ COLUMNS: tuple[Column, ...] = (
         description="how far the speeds can be trusted: low for a mixture-of-experts target "
         "whose decode step at this batch selects fewer experts than a layer holds (batch × "
         "experts per token < experts), where dispatch, router and launch costs are priced "
-        "only as a fixed cost per MoE layer and a public batch-1 measurement is a third slower "
-        "(docs/modelling.md); high otherwise",
+        "only as a fixed cost per MoE layer and public batch-1 measurements are both slower and "
+        "faster than priced (docs/modelling.md); high otherwise",
     ),
     Column(
         name="kv_pool_gib",

@@ -163,8 +163,9 @@ def capacity_confidence(prepared: Prepared, arms: Sequence[ArmResult]) -> tuple[
         return LOW, (
             f"a MoE decode step at about {max(batch, 1)} running sequences selects at most "
             f"{min(max(batch, 1) * per_token, experts)} of {experts} experts a layer, which "
-            "the step model prices by bandwidth alone and no public measurement checks: treat "
-            "the speeds as upper bounds and the GPUs as lower bounds"
+            "the step model prices by bandwidth and one fixed cost per MoE layer, which measured "
+            "models do not share (docs/calibration.md): treat the speeds and the GPUs as "
+            "estimates either way"
         )
     rule = prepared.engine.memory_rule
     if rule in ("sglang", "trtllm"):
