@@ -100,3 +100,20 @@ def test_a_drafter_fuses_under_its_targets_flag(catalog):
     llama = resolved(catalog, "llama-3.2-1b", "sglang", target="deepseek_v3")
     assert float(mtp.numbers.cost.fused_allreduce) == 1.0
     assert float(llama.numbers.cost.fused_allreduce) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("engine", "fusion"),
+    [
+        ("sglang", SGLANG_056_FUSION),
+        ("sglang-0.5.9", SGLANG_059_FUSION),
+        ("trtllm", TRTLLM_FUSION),
+        ("sglang-0.4", None),  # 0.4.0-0.4.5 came before the fused kernel (PR 7621, 2025-06)
+        ("vllm", None),  # vLLM's own fusion pass is not priced (docs/modelling.md)
+        ("vllm-0.15", None),
+        ("plain", None),
+        ("llama.cpp", None),
+    ],
+)
+def test_each_preset_fuses_by_its_own_release(engine, fusion):
+    assert ENGINES[engine].allreduce_fusion == fusion

@@ -253,6 +253,7 @@ SGLANG_04 = replace(
     "parallelism (0.88 at TP 1), chunked prefill 8192 tokens",
     release="0.4.4",
     mem_fraction_rule="tp",
+    allreduce_fusion=None,  # the fused kernel came after 0.4.5 (sglang PR 7621, 2025-06)
 )
 # SGLang 0.5.9 (PyPI, February 2026), whose rules the main of 2026-02-16 already had: each file
 # cited below is release 0.5.9's but for lines these rules do not read. Its mem_fraction_static
