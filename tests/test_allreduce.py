@@ -3,9 +3,12 @@ and what a pass then costs."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from infersize.cli import app
 from infersize.core.allreduce import (
     FUSED_ALLREDUCE_LATENCY_S,
     SGLANG_056_FUSION,
@@ -117,3 +120,26 @@ def test_a_drafter_fuses_under_its_targets_flag(catalog):
 )
 def test_each_preset_fuses_by_its_own_release(engine, fusion):
     assert ENGINES[engine].allreduce_fusion == fusion
+
+
+def test_spec_and_capacity_say_where_the_engine_fuses_the_all_reduces(runner):
+    """gpt-oss-120b at TP 8: SGLang on B200 fuses (the note gives both latencies, in `spec` and
+    in `capacity`); on H200, or under vLLM, nothing is fused and no note is printed."""
+    base = ["spec", "--target", "gpt-oss-120b", "--draft", "none", "--tp", "8", "--json"]
+    fused = json.loads(runner.invoke(app, [*base, "--gpu", "b200", "--engine", "sglang"]).stdout)
+    assert (
+        "sglang fuses gpt-oss-120b's tensor-parallel all-reduces with the residual add and "
+        "RMSNorm on NVIDIA B200 (HGX, 180GB): 8.7 us each in passes of up to 2,048 tokens, where "
+        "an unfused one is priced at 25 us"
+    ) in fused["notes"]
+    for gpu, engine in (("h200", "sglang"), ("b200", "vllm")):
+        plain = json.loads(runner.invoke(app, [*base, "--gpu", gpu, "--engine", engine]).stdout)
+        assert not any(" fuses " in note for note in plain["notes"]), (gpu, engine)
+    capacity = [
+        "capacity",
+        *("--target", "gpt-oss-120b", "--draft", "none", "--gpu", "b200", "--tp", "8"),
+        *("--engine", "sglang", "--input-tokens", "300", "--output-tokens", "200"),
+        *("--request-rate", "2", "--json"),
+    ]
+    notes = json.loads(runner.invoke(app, capacity).stdout)["notes"]
+    assert [n for n in notes if " fuses " in n] == [n for n in fused["notes"] if " fuses " in n]

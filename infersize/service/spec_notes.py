@@ -70,6 +70,20 @@ def _sglang_fraction_note(result: SpecResult) -> str | None:
     )
 
 
+def fusion_note(dep: Deployment) -> str | None:
+    """Where the engine fuses the target's tensor-parallel all-reduces (core/allreduce.py);
+    `spec` and `capacity` print it."""
+    fusion = dep.engine.allreduce_fusion
+    if fusion is None or not float(dep.target.numbers.cost.fused_allreduce):
+        return None
+    return (
+        f"{dep.engine.name} fuses {dep.target.model.id}'s tensor-parallel all-reduces with the "
+        f"residual add and RMSNorm on {dep.gpu.name}: {fusion.latency_s * 1e6:g} us each in "
+        f"passes of up to {fusion.max_tokens:,} tokens, where an unfused one is priced at "
+        f"{dep.engine.allreduce_latency_s * 1e6:g} us"
+    )
+
+
 def spec_notes(
     req: DeploymentRequest,
     context_length: int,
@@ -105,6 +119,8 @@ def spec_notes(
         notes.append(model.note)
     if (fraction_note := _sglang_fraction_note(result)) is not None:
         notes.append(fraction_note)
+    if (fused := fusion_note(dep)) is not None:
+        notes.append(fused)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:
         notes.append(
             f"the batch needs more KV cache than vLLM's pool holds (it fits "
