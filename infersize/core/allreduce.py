@@ -72,4 +72,5 @@ SGLANG_059_FUSION = AllReduceFusion(
     ),
     gpus=("hopper", "blackwell"),
 )
+# TensorRT-LLM's own limit on a fused pass's tokens is not read: SGLang's 2,048 stands for it
 TRTLLM_FUSION = AllReduceFusion(models=("deepseek_v3", "deepseek_mtp"), gpus=("blackwell",))
