@@ -29,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from infersize.catalog.store import load_catalog
+from infersize.core.engine_constants import SHARED_LAYER_COSTS
 from infersize.core.engines import ENGINES
 from infersize.service.calibration import engine_preset
 from infersize.service.serving_calibration import (
@@ -47,12 +48,13 @@ CATALOG = load_catalog()
 # the presets whose constants are fitted; `sglang-0.5.9` holds 0.5.6's (core/engines.py), so its
 # check rows are served with the same trial values
 FITTED = ("sglang", "sglang-0.5.9", "trtllm")
-SHARED = ("moe_layer_overhead_s", "mla_layer_overhead_s")  # also held under vLLM's presets
+SHARED = SHARED_LAYER_COSTS  # also held under vLLM's presets
 VLLM = ("vllm", "vllm-0.15")
 MIN_GAIN = 1e-3  # of the mean |log error|: a move smaller than this is not the rows' to make
 GRIDS: dict[str, list[float]] = {
     "moe_layer_overhead_s": [x * 1e-6 for x in range(0, 121, 5)],
     "mla_layer_overhead_s": [x * 1e-6 for x in range(0, 121, 5)],
+    "dsa_layer_overhead_s": [x * 1e-6 for x in range(0, 201, 5)],
     "eager_layer_overhead_s": [x * 1e-5 for x in range(0, 101, 5)],  # a layer, and more:
     "eager_moe_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],
     "eager_mla_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],

@@ -84,7 +84,7 @@ def category(row: Row, catalog: Catalog) -> str:
     once, or a dense target under load."""
     if row.get("draft"):
         return "speculative"
-    if row["load_kind"] == "concurrency" and row["load"] == row["requests"]:
+    if row["load_kind"] == "concurrency" and row["load"] == row["requests"] != "1":
         return "high-batch throughput"
     return "MoE" if catalog.model(row["model"]).moe is not None else "dense"
 

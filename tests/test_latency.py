@@ -3,10 +3,13 @@ tests/test_calibration.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from infersize.core.deployment import deployment_numbers, prepare_side
+from infersize.core.engines import get_engine
 from infersize.core.latency import PassLoad, allreduce_bus_bytes_per_s, pass_seconds, step_time_s
 from infersize.core.memory import kv_cache_bytes, step_traffic
 from infersize.core.serving.replica import replica
@@ -115,3 +118,25 @@ def test_tp8_allreduce_time_follows_the_measured_h100_curve(catalog, plain):
     compute = 960 * cost.flops_per_token / (cost.peak_flops * plain.mfu)
     allreduce = (t_large - t_small - compute) / (2 * cost.layers)
     assert allreduce == pytest.approx(135.68e-6 - 32.42e-6, rel=0.01)
+
+
+@pytest.mark.parametrize(("model", "indexed"), [("glm-5", 78), ("deepseek-v3.2-mtp", 1)])
+def test_a_lightning_indexer_adds_its_fixed_cost_to_every_layer_it_sits_in(catalog, model, indexed):
+    """DeepSeek Sparse Attention's indexer runs in every layer of GLM-5 (78) and of
+    DeepSeek-V3.2's MTP layer (1): each pays the engine's dsa_layer_overhead_s once a pass,
+    on top of what the same model costs without it."""
+    sglang = get_engine("sglang-0.5.9")
+    cost = side(catalog, model, "fp8", "b200", 8).numbers.cost
+    load = PassLoad(tokens=4.0, kv_bytes=0.0, attended=0.0)
+    without = pass_seconds(cost, replace(sglang, dsa_layer_overhead_s=0.0), load)
+    with_indexer = pass_seconds(cost, replace(sglang, dsa_layer_overhead_s=1e-4), load)
+    assert float(with_indexer - without) == pytest.approx(indexed * 1e-4, rel=1e-12)
+
+
+def test_a_model_without_an_indexer_pays_no_indexer_cost(catalog):
+    sglang = get_engine("sglang")
+    cost = side(catalog, "deepseek-r1", "fp8", "b200", 8).numbers.cost
+    load = PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)
+    assert pass_seconds(cost, replace(sglang, dsa_layer_overhead_s=1.0), load) == pass_seconds(
+        cost, replace(sglang, dsa_layer_overhead_s=0.0), load
+    )

@@ -148,7 +148,10 @@ MOE_LAYER_SPREAD = (
     "0.2 ms apart, the runs 4.7 ms: about 50 us a layer more for GLM-4.6's 92 layers than for "
     "Qwen3-235B's 94. One MoE-layer cost, fitted to both pages and DeepSeek-R1's, lies between "
     "(65 us): GLM-4.6's rows come within their bounds (-12 % at one client) and Qwen3-235B's "
-    "one- and 16-client TPOT rows go over theirs (+26 to +34 %). GLM-4.6's layers differ in a "
+    "one- and 16-client TPOT rows go over theirs (+26 to +34 %). SGLang 0.5.8.post1 on the same "
+    "GPUs (a public sweep of February 2026) widens the gap: Qwen3-235B at 6.70 ms, its "
+    "all-reduces now fused (sglang PR 14764), GLM-4.6 still at 14.93 ms though fused as well, "
+    "which the one cost prices at 9.86 and 9.99 ms (+47 %, -33 %). GLM-4.6's layers differ in a "
     "96-head attention with partial rotary and a 160-expert grouped router beside a shared "
     "expert (sgl-project/sglang@9a327bdfcfd88faf04c221352960ccc08c2effad: "
     "python/sglang/srt/models/glm4_moe.py); no public row tells which kernel holds the cost"
@@ -158,11 +161,13 @@ GPTOSS_MOE = (
     "2.35 ms), 64 us a layer all in, where the model prices 3.63 ms: 0.2 ms of step, 0.36 ms of "
     "layer launches, 0.63 ms of fused all-reduces (72 at 8.7 us, core/allreduce.py) and 2.34 ms "
     "of MoE-layer cost (36 layers at the 65 us fitted to DeepSeek-R1's FP8, Qwen3-235B's and "
-    "GLM-4.6's BF16 layers). SGLang 0.5.6 runs gpt-oss's MXFP4 experts in FlashInfer's MXFP4 "
-    "MoE kernel on Blackwell (ServerArgs._handle_model_specific_adjustments, "
-    "sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: "
-    "python/sglang/srt/server_args.py), whose layers the run puts at no more than about 30 us; "
-    "no fit row runs that kernel"
+    "GLM-4.6's BF16 layers). Two more sources agree: 2.41 ms on the same GPUs under 0.5.8.post1 "
+    "(a public sweep of February 2026), and LMSYS's batch-1 decode rates of 0.5.1.post3 (416 "
+    "tokens/s on 4 x B200, 319 on 8 x H100, 35 % above the model's), whose BF16 checkpoint "
+    "decodes 21-35 % above the model's too, so the kernel is not FlashInfer's MXFP4 MoE alone: "
+    "gpt-oss's layers (4 of 128 experts a token, no shared expert, 2,880 wide) cost about 30 us "
+    "of MoE each, as Qwen3-235B's do at 0.5.8, where the one fitted cost is 65; no fit row runs "
+    "gpt-oss"
 )
 SHAREGPT_MEANS = (
     "bench_serving's default ShareGPT conversations, served at the logged means (297 tokens in, "
@@ -176,33 +181,23 @@ SHAREGPT_MEANS = (
     "first token at 41.2 ms and 5,347 tokens/s"
 )
 SPEC_HOST = (
-    "SGLang's EAGLE path (NEXTN included) turns the overlap scheduler off unless "
-    "SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding, "
-    "sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: "
-    "python/sglang/srt/server_args.py of 0.5.6, the same on the main of 2026-02-16, "
-    "@f9c3def7fe464a19d8321474a4e149a3a8d3dcc4; none of these runs sets it), and each step runs "
-    "the drafts, the verify and a draft extend over the accepted tokens one after another "
-    "(EAGLEWorker.forward_batch_generation, python/sglang/srt/speculative/eagle_worker.py at "
-    "0.5.6): the host work of a step (the batch, the draft and verify inputs, accepting the "
-    "drafts) runs between its passes, not under them, where the presets price a 0.2 ms floor "
-    "per pass fitted on plain rows served with the overlap scheduler. A step at one client: "
-    "Qwen3.5-397B 12.4 ms measured, 11.8 priced; GLM-5 26.2 and 18.3; DeepSeek-V3.2 22.4 and "
-    "13.4. The two DSA models lose 8-9 ms a step where Qwen3.5 loses 0.6: their lightning indexer "
-    "adds to every layer of every pass a Hadamard rotation, an FP8 quantisation into its own "
-    "cache, paged MQA logits and a top-2048 selection "
-    "(python/sglang/srt/layers/attention/nsa/nsa_indexer.py at 0.5.6), kernels whose fixed "
-    "costs no fit row holds (none has DSA)"
+    "DeepSeek-V3.2 at one client on 8 x B200 under SGLang 0.5.6: a step of MTP (3 drafts, 2.46 "
+    "accepted tokens a step) takes 22.4 ms measured and 19.1 priced, with its lightning "
+    "indexer's fixed cost fitted to GLM-5 on a build of February 2026 (75 us a layer) and the "
+    "EAGLE worker's host time (1.1 ms a step, sglang PR 11398) both priced; the rest (3 ms) "
+    "lies in what 0.5.6's DSA kernels cost beyond the February build's, which no row without "
+    "speculation of 0.5.6 separates. The tokens/s row also takes the ShareGPT means (197 in, "
+    "278 out) where the page gives no request's own, and a first token 24 % sooner than measured"
 )
 SPEC_LOADED = (
     "at 100 clients SGLang runs 48 requests (the max_running_requests the EAGLE path sets when "
     "none is given, ServerArgs._handle_speculative_decoding; for Qwen3.5 the `sglang-0.5.9` "
-    "pools give a slot to each of them) while the others queue (their median TTFT of 15 and 21 s "
-    "is within its bound); every step pays the host work of the one-client rows, and the "
-    "decodes also wait behind prefill passes of their own (mixed chunked prefill is turned off "
-    "under EAGLE in the same function) that the model prices well under the logs: one prompt's "
-    "TTFT at one client is 208 ms measured and 99 priced for Qwen3.5 (its Gated DeltaNet "
-    "prefill, as Qwen3-Next's SGLang rows), 282 and 201 for GLM-5. A token every 26.2 ms "
-    "measured and 19.9 priced for Qwen3.5, 38.7 and 29.0 for GLM-5"
+    "pools give a slot to each of them) while the others queue (their median TTFT of 15 s is "
+    "within its bound); every step pays the EAGLE worker's host time, and the decodes also wait "
+    "behind prefill passes of their own (mixed chunked prefill is turned off under EAGLE in the "
+    "same function) that the model prices well under the logs: one prompt's TTFT at one client "
+    "is 208 ms measured and 99 priced (Qwen3.5's Gated DeltaNet prefill, as Qwen3-Next's SGLang "
+    "rows). A token every 26.2 ms measured and 20.3 priced"
 )
 QWEN35_PREFILL = (
     "one prompt of bench_serving's draws (610 tokens on average) reaches its first token in "
@@ -227,16 +222,18 @@ KNOWN_MISSES = {
         for k in ("tpot-mean", "ttft-p50", "output-tps")
     },
     "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c1-ttft-p50": QWEN35_PREFILL,
-    **{
-        f"cookbook-{m}-mtp3-{s}-{k}": SPEC_HOST
-        for m, s in (("glm5-fp8-8xh200", "1k1k-c1"), ("dsv32-exp-8xb200", "sharegpt-c1"))
-        for k in ("tpot-mean", "output-tps")
-    },
-    **{
-        f"cookbook-glm5-fp8-8xh200-mtp3-1k1k-c100-{k}": SPEC_LOADED
-        for k in ("tpot-mean", "output-tps")
-    },
+    "cookbook-dsv32-exp-8xb200-mtp3-sharegpt-c1-output-tps": SPEC_HOST,
     "cookbook-qwen35-397b-8xh200-mtp3-1k1k-c100-output-tps": SPEC_LOADED,
+    **{
+        f"gist-{m}-8xb200-1k1k-c1-{k}": MOE_LAYER_SPREAD
+        for m in ("qwen3-235b", "glm46")
+        for k in ("tpot-mean", "output-tps")
+    },
+    **{f"gist-gptoss-120b-8xb200-1k1k-c1-{k}": GPTOSS_MOE for k in ("tpot-mean", "output-tps")},
+    **{
+        f"lmsys-gptoss-120b-{r}-b1-tps-user": GPTOSS_MOE
+        for r in ("mxfp4-4xb200", "mxfp4-8xh100", "bf16-8xh100")
+    },
     **{
         f"mushfiq-mistral7b-4090-c{c}-ttft-{s}": EOS_LENGTHS
         for c in (4, 8, 16, 32)

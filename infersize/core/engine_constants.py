@@ -1,10 +1,33 @@
-"""Constants of vLLM V1 that its engine presets (core/engines.py) and its pool rules
-(core/vllm_pool.py) read: the step's fixed cost, the sampler's profiling bytes, its entry
-points. Kept apart from the presets so that each stays one screen of declarations."""
+"""Constants the engine presets (core/engines.py) read: the serving constants the CUDA-graph
+engines share, and vLLM V1's that its pool rules (core/vllm_pool.py) read too (the step's fixed
+cost, the sampler's profiling bytes, its entry points). Kept apart from the presets so that each
+stays one screen of declarations."""
 
 from __future__ import annotations
 
+from typing import Any
+
 MIB = 2**20
+# SGLang and TensorRT-LLM keep `plain`'s bandwidth share and launch floor (checked on their
+# decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
+# of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
+SERVING: dict[str, Any] = {
+    "moe_layer_overhead_s": 6.5e-5,
+    "mla_layer_overhead_s": 4e-5,
+    # a lightning indexer's kernels (its rotation, FP8 key cache, paged logits and top-2048
+    # selection), fitted to GLM-5's one-client rows without speculation on 8 x B200
+    "dsa_layer_overhead_s": 7.5e-5,
+    "eager_layer_overhead_s": 3.5e-4,
+    "eager_moe_layer_overhead_s": 5e-4,
+    "eager_mla_layer_overhead_s": 1e-3,
+    # the 16-bit share: TensorRT-LLM 0.14's FP16 columns (H100 and A100) are the fit rows
+    # that set it
+    "mfu": 0.65,
+    "mfu_fp8": 0.65,
+    "mfu_fp4": 0.4,
+}
+# the layer costs of kernels every engine runs alike, which the vLLM presets hold at SERVING's
+SHARED_LAYER_COSTS = ("moe_layer_overhead_s", "mla_layer_overhead_s", "dsa_layer_overhead_s")
 # vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
 # blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)
 VLLM_STEP_OVERHEAD_S = 8.0e-4

@@ -27,6 +27,8 @@ from infersize.core.allreduce import (
 from infersize.core.engine_constants import (
     MIB,
     REJECTION_SAMPLER_BYTES_PER_LOGIT,
+    SERVING,
+    SHARED_LAYER_COSTS,
     VLLM_STEP_OVERHEAD_S,
 )
 from infersize.core.knobs import ENGINE_KNOBS
@@ -51,9 +53,10 @@ class Engine:
     # is fitted on cannot see it): per forward pass, and per layer per pass
     step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
-    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs) and MLA layer
+    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs) and MLA layer,
     moe_layer_overhead_s: float = 0.0
     mla_layer_overhead_s: float = 0.0
+    dsa_layer_overhead_s: float = 0.0  # and a layer's lightning indexer (DeepSeek Sparse Attention)
     # a pass outside CUDA graphs (prefills: eager_prefill; decodes above the limit), a layer:
     eager_layer_overhead_s: float = 0.0
     eager_moe_layer_overhead_s: float = 0.0  # and this much more a MoE layer, an MLA layer
@@ -92,6 +95,8 @@ class Engine:
     # The fixed cost of each drafter forward pass in place of step_overhead_s (None: the same):
     # launches, the proposer's bookkeeping between its passes, its share of rejection sampling
     draft_forward_overhead_s: float | None = None
+    # host work a speculative step adds where the scheduler does not overlap it with the GPU's
+    spec_host_s: float = 0.0
     # Any drafter adds the rejection sampler's dry run to the sampler phase of the profiling
     # pass: bytes per row of the dummy batch and vocabulary entry of the target
     rejection_sampler_bytes_per_logit: float = 0.0
@@ -129,21 +134,6 @@ class Engine:
     drafts_trees: bool = False  # takes a draft tree (top-k > 1): SGLang, TensorRT-LLM
 
 
-# SGLang and TensorRT-LLM keep `plain`'s bandwidth share and launch floor (checked on their
-# decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
-# of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
-SERVING: dict[str, Any] = {
-    "moe_layer_overhead_s": 6.5e-5,
-    "mla_layer_overhead_s": 4e-5,
-    "eager_layer_overhead_s": 3.5e-4,
-    "eager_moe_layer_overhead_s": 5e-4,
-    "eager_mla_layer_overhead_s": 1e-3,
-    # the 16-bit share: TensorRT-LLM 0.14's FP16 columns (H100 and A100) are the fit rows
-    # that set it
-    "mfu": 0.65,
-    "mfu_fp8": 0.65,
-    "mfu_fp4": 0.4,
-}
 VLLM_V1 = Engine(
     name="vllm",
     description="vLLM V1 (rules of release 0.33.0): pre-grabs gpu_memory_utilization of the "
@@ -184,9 +174,9 @@ VLLM_V1 = Engine(
     # docs/calibration.md checks it on batch-1 speedups of a separate draft
     draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
     rejection_sampler_bytes_per_logit=REJECTION_SAMPLER_BYTES_PER_LOGIT,
-    # the same MoE and MLA kernels as SGLang's: their layer costs, held (not fitted on vLLM)
-    moe_layer_overhead_s=SERVING["moe_layer_overhead_s"],
-    mla_layer_overhead_s=SERVING["mla_layer_overhead_s"],
+    # the same MoE, MLA and indexer kernels as SGLang's: their layer costs, held (not fitted on
+    # vLLM)
+    **{name: SERVING[name] for name in SHARED_LAYER_COSTS},
 )
 VLLM_V1_EARLY = replace(
     VLLM_V1,
@@ -244,6 +234,13 @@ SGLANG = Engine(
     # ServerArgs._handle_model_specific_adjustments, at the commit above)
     schedules_ahead=False,
     allreduce_fusion=SGLANG_056_FUSION,
+    # its EAGLE worker (MTP and n-gram too) runs without the overlap scheduler unless
+    # SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding,
+    # sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: python/sglang/srt/server_args.py;
+    # the same at f9c3def7): a step's host work runs between its passes. Overlapping it made a
+    # step of Llama-3.1-8B with a 5-token EAGLE chain 1.1 ms shorter at one client (2.99 tokens a
+    # step at 246.80 tokens/s without, 3.01 at 273.43 with: https://github.com/sgl-project/sglang/pull/11398)
+    spec_host_s=1.1e-3,
 )
 SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(

@@ -58,6 +58,7 @@ class StepCost:
     link_bytes_per_s: Num  # all-reduce bus bandwidth, per GPU (allreduce_bus_bytes_per_s)
     moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
     mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
+    dsa_layers: Num = 0.0  # layers with a lightning indexer (DeepSeek Sparse Attention; the same)
     compute_bits: Num = 16.0  # the matmuls' input width: 16, 8 (FP8, INT8) or 4 (FP4)
     fused_allreduce: Num = 0.0  # 1: the engine fuses its all-reduces (core/allreduce.py)
 
@@ -113,6 +114,7 @@ def step_cost(
         compute_bits=16.0 if weight_only else COMPUTE_BITS.get(fmt.compute_dtype, 16.0),
         moe_layers=moe_layer_count(model),
         mla_layers=model.num_hidden_layers if model.mla is not None else 0,
+        dsa_layers=model.num_hidden_layers if model.index_n_heads is not None else 0,
         dense_bytes=read - expert_bytes,
         expert_bytes=expert_bytes,
         experts=moe.num_experts if moe else 1,
@@ -263,6 +265,7 @@ def pass_seconds(
         + floats(load.eager) * eager
         + cost.moe_layers * engine.moe_layer_overhead_s
         + cost.mla_layers * engine.mla_layer_overhead_s
+        + cost.dsa_layers * engine.dsa_layer_overhead_s
     )
     tp = floats(cost.tp)
     message = tokens * cost.hidden * ACTIVATION_BYTES

@@ -219,6 +219,7 @@ class ServingGroup:
     engines: tuple[str, ...]
     kinds: tuple[str, ...]
     moe: bool | None = None  # MoE targets only (True), dense only (False), either (None)
+    indexer: bool | None = None  # targets with a lightning indexer only (True), without (False)
 
 
 def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[Row]:
@@ -229,8 +230,9 @@ def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[R
             continue
         if r["bounded"] != "yes" or r.get("draft"):
             continue
-        moe = catalog.model(r["model"]).moe is not None
-        if group.moe is None or group.moe == moe:
+        model = catalog.model(r["model"])
+        moe, indexer = model.moe is not None, model.index_n_heads is not None
+        if group.moe in (None, moe) and group.indexer in (None, indexer):
             out.append(r)
     return out
 
@@ -248,11 +250,12 @@ def expected_splits(
 
 # The sets of serving constants and the rows each is fitted to (benchmarks/
 # fit_serving_constants.py): the fixed costs of MoE and MLA layers and of passes outside CUDA
-# graphs, on SGLang's serving rows; the compute share's curve over a pass's tokens, on
-# TensorRT-LLM's maximum-throughput rows
+# graphs, on SGLang's serving rows; a lightning indexer's, on SGLang's rows of the models that
+# have one; the compute share's curve over a pass's tokens, on TensorRT-LLM's
+# maximum-throughput rows
+SERVING_KINDS = ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
 SERVING_FIT_GROUPS = (
-    ServingGroup(
-        "layer costs", ("sglang",), ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
-    ),
+    ServingGroup("layer costs", ("sglang",), SERVING_KINDS, indexer=False),
+    ServingGroup("indexer layers", ("sglang", "sglang-0.5.9"), SERVING_KINDS, indexer=True),
     ServingGroup("compute share", ("trtllm",), ("output_tokens_per_s",)),
 )

@@ -58,7 +58,7 @@ class StepBatch:
 @record(kw_only=False)
 class StepSeconds:
     target: FloatArray  # the target's pass: decodes, verification and prefill chunks
-    draft: FloatArray  # the drafter's passes (0 without speculation)
+    draft: FloatArray  # the drafter's passes and the host work beside them (0 without one)
 
     @property
     def total(self) -> FloatArray:
@@ -113,6 +113,8 @@ def engine_step_seconds(
     t_target = pass_seconds(target.cost, engine, verify)
     if draft is None:
         return StepSeconds(t_target, np.zeros_like(t_target))
+    # the host work a speculative step does not overlap (Engine.spec_host_s), n-gram's too
+    host = np.where((k > 0) & (seqs > 0), engine.spec_host_s, 0.0)
     first = PassLoad(
         tokens=floats(seqs + prefill),
         kv_bytes=batch.draft_kv_bytes,
@@ -132,7 +134,7 @@ def engine_step_seconds(
     t_draft = pass_seconds(draft.cost, engine, first, drafter=True) + (
         passes_after_first * pass_seconds(draft.cost, engine, later, drafter=True)
     )
-    t_draft = np.where(k > 0, t_draft * floats(draft.gpu_time), 0.0)
+    t_draft = np.where(k > 0, t_draft * floats(draft.gpu_time), 0.0) + host
     return StepSeconds(t_target, floats(t_draft))
 
 
@@ -161,6 +163,7 @@ class StepTable:
     draft_eager: float = 0.0
     eager_prefill: bool = False
     graph_max_bs: float = math.inf
+    spec_host_s: float = 0.0  # what a step with decodes to verify adds (Engine.spec_host_s)
 
     @cached_property
     def parameters(self) -> tuple[float, ...]:
@@ -179,6 +182,7 @@ class StepTable:
             self.draft_eager,
             float(self.eager_prefill),
             self.graph_max_bs,
+            self.spec_host_s,
         )
 
     @cached_property
@@ -276,4 +280,5 @@ def step_table(
         draft_eager=d_eager,
         eager_prefill=engine.eager_prefill,
         graph_max_bs=limit,
+        spec_host_s=engine.spec_host_s,
     )

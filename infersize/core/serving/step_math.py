@@ -8,7 +8,8 @@ prefill tokens (a table by token count at no context), plus its slopes per KV by
 attended token; the drafter's first pass over the same sequences and its later passes over the
 decoding sequences only; each plus what running outside CUDA graphs adds where the engine runs
 it eagerly (core/step.eager_passes: prefill passes with eager_prefill, decodes above
-graph_max_bs).
+graph_max_bs), and the host work a step with decodes to verify adds where the engine does not
+overlap it (spec_host).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ Numbers = Sequence[float] | np.ndarray
 
 # a StepTable's parameters, in order (StepTable.parameters)
 DRAFT_K, VERIFY, T_KV, T_ATT, D_KV, D_ATT, D_AFTER, D_GPU, D_WIDTH = range(9)
-T_EAGER, D_EAGER, EAGER_PREFILL, GRAPH_MAX_BS = range(9, 13)
+T_EAGER, D_EAGER, EAGER_PREFILL, GRAPH_MAX_BS, SPEC_HOST = range(9, 14)
 
 
 def step_seconds(
@@ -49,8 +50,11 @@ def step_seconds(
         + p[T_ATT] * (v * decode_context + prefill_attended)
         + (p[T_EAGER] if eager else 0.0)
     )
-    if k == 0 or p[D_GPU] == 0.0:
+    if k == 0:
         return float(target)
+    host = p[SPEC_HOST] if decode_seqs > 0 else 0.0  # the step's host work, where not overlapped
+    if p[D_GPU] == 0.0:
+        return float(target + host)
     kv = p[D_KV] * draft_kv_bytes
     first = (
         by_tokens_draft[decode_seqs + prefill_tokens]
@@ -67,7 +71,7 @@ def step_seconds(
         + p[D_ATT] * width * decode_context
         + (p[D_EAGER] if over else 0.0)
     )
-    return float(target + p[D_GPU] * (first + p[D_AFTER] * later))
+    return float(target + p[D_GPU] * (first + p[D_AFTER] * later) + host)
 
 
 def sequence_kv(layout: Numbers, context: float) -> float:
