@@ -58,6 +58,7 @@ GRIDS: dict[str, list[float]] = {
     "eager_layer_overhead_s": [x * 1e-5 for x in range(0, 101, 5)],  # a layer, and more:
     "eager_moe_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],
     "eager_mla_layer_overhead_s": [x * 1e-5 for x in range(0, 201, 10)],
+    "eager_linear_layer_overhead_s": [x * 1e-4 for x in range(0, 51, 2)],
     "mfu": [x / 100 for x in range(40, 91, 5)],
     "mfu_fp8": [x / 100 for x in range(30, 91, 5)],
     "mfu_fp4": [x / 100 for x in range(15, 91, 5)],

@@ -140,3 +140,22 @@ def test_a_model_without_an_indexer_pays_no_indexer_cost(catalog):
     assert pass_seconds(cost, replace(sglang, dsa_layer_overhead_s=1.0), load) == pass_seconds(
         cost, replace(sglang, dsa_layer_overhead_s=0.0), load
     )
+
+
+def test_a_linear_attention_layer_costs_its_chunked_kernels_outside_cuda_graphs_only(catalog):
+    """Qwen3-Next's 36 Gated DeltaNet layers (of 48) prefill through chunked Triton kernels
+    launched from the host: a pass outside CUDA graphs pays eager_linear_layer_overhead_s for
+    each of them, a captured decode pass nothing more."""
+    sglang = get_engine("sglang")
+    cost = side(catalog, "qwen3-next-80b-a3b", "bf16", "b200", 8).numbers.cost
+    assert cost.linear_layers == 36
+
+    def added(eager):
+        load = PassLoad(tokens=300.0, kv_bytes=0.0, attended=0.0, eager=eager)
+        priced = pass_seconds(cost, replace(sglang, eager_linear_layer_overhead_s=1e-3), load)
+        return float(
+            priced - pass_seconds(cost, replace(sglang, eager_linear_layer_overhead_s=0.0), load)
+        )
+
+    assert added(1.0) == pytest.approx(36 * 1e-3, rel=1e-12)
+    assert added(0.0) == 0.0

@@ -20,6 +20,9 @@ SERVING: dict[str, Any] = {
     "eager_layer_overhead_s": 3.5e-4,
     "eager_moe_layer_overhead_s": 5e-4,
     "eager_mla_layer_overhead_s": 1e-3,
+    # a Gated DeltaNet layer's chunked prefill kernels (Triton, launched from the host), fitted
+    # to Qwen3-Next's SGLang rows on 8 x B200
+    "eager_linear_layer_overhead_s": 2e-3,
     # the 16-bit share: TensorRT-LLM 0.14's FP16 columns (H100 and A100) are the fit rows
     # that set it
     "mfu": 0.65,

@@ -61,6 +61,7 @@ class Engine:
     eager_layer_overhead_s: float = 0.0
     eager_moe_layer_overhead_s: float = 0.0  # and this much more a MoE layer, an MLA layer
     eager_mla_layer_overhead_s: float = 0.0
+    eager_linear_layer_overhead_s: float = 0.0  # and a linear-attention layer's chunked kernels
     eager_prefill: bool = False
     cuda_graph_max_bs: int | None = None  # None: every decode batch runs in a graph
     # the compute share: mfu (mfu_fp8, mfu_fp4 for narrower inputs; None: the wider one's),

@@ -59,6 +59,7 @@ class StepCost:
     moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
     mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
     dsa_layers: Num = 0.0  # layers with a lightning indexer (DeepSeek Sparse Attention; the same)
+    linear_layers: Num = 0.0  # linear-attention (Gated DeltaNet) layers (a cost outside graphs)
     compute_bits: Num = 16.0  # the matmuls' input width: 16, 8 (FP8, INT8) or 4 (FP4)
     fused_allreduce: Num = 0.0  # 1: the engine fuses its all-reduces (core/allreduce.py)
 
@@ -115,6 +116,7 @@ def step_cost(
         moe_layers=moe_layer_count(model),
         mla_layers=model.num_hidden_layers if model.mla is not None else 0,
         dsa_layers=model.num_hidden_layers if model.index_n_heads is not None else 0,
+        linear_layers=model.linear_attention_layers,
         dense_bytes=read - expert_bytes,
         expert_bytes=expert_bytes,
         experts=moe.num_experts if moe else 1,
@@ -258,6 +260,7 @@ def pass_seconds(
         cost.layers * engine.eager_layer_overhead_s
         + cost.moe_layers * engine.eager_moe_layer_overhead_s
         + cost.mla_layers * engine.eager_mla_layer_overhead_s
+        + cost.linear_layers * engine.eager_linear_layer_overhead_s
     )
     t_fixed = (
         fixed

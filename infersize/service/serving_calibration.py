@@ -220,6 +220,7 @@ class ServingGroup:
     kinds: tuple[str, ...]
     moe: bool | None = None  # MoE targets only (True), dense only (False), either (None)
     indexer: bool | None = None  # targets with a lightning indexer only (True), without (False)
+    linear: bool | None = None  # targets with linear-attention layers only (True), without (False)
 
 
 def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[Row]:
@@ -231,8 +232,13 @@ def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[R
         if r["bounded"] != "yes" or r.get("draft"):
             continue
         model = catalog.model(r["model"])
-        moe, indexer = model.moe is not None, model.index_n_heads is not None
-        if group.moe in (None, moe) and group.indexer in (None, indexer):
+        has = (
+            model.moe is not None,
+            model.index_n_heads is not None,
+            model.linear_attention_layers > 0,
+        )
+        wants = (group.moe, group.indexer, group.linear)
+        if all(want in (None, value) for want, value in zip(wants, has, strict=True)):
             out.append(r)
     return out
 
@@ -250,12 +256,14 @@ def expected_splits(
 
 # The sets of serving constants and the rows each is fitted to (benchmarks/
 # fit_serving_constants.py): the fixed costs of MoE and MLA layers and of passes outside CUDA
-# graphs, on SGLang's serving rows; a lightning indexer's, on SGLang's rows of the models that
-# have one; the compute share's curve over a pass's tokens, on TensorRT-LLM's
-# maximum-throughput rows
+# graphs, on SGLang's serving rows; a lightning indexer's and a linear-attention layer's, on
+# SGLang's rows of the models that have one; the compute share's curve over a pass's tokens, on
+# TensorRT-LLM's maximum-throughput rows
 SERVING_KINDS = ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
+SGLANGS = ("sglang", "sglang-0.5.9")
 SERVING_FIT_GROUPS = (
-    ServingGroup("layer costs", ("sglang",), SERVING_KINDS, indexer=False),
-    ServingGroup("indexer layers", ("sglang", "sglang-0.5.9"), SERVING_KINDS, indexer=True),
+    ServingGroup("layer costs", ("sglang",), SERVING_KINDS, indexer=False, linear=False),
+    ServingGroup("indexer layers", SGLANGS, SERVING_KINDS, indexer=True),
+    ServingGroup("linear-attention layers", SGLANGS, SERVING_KINDS, linear=True),
     ServingGroup("compute share", ("trtllm",), ("output_tokens_per_s",)),
 )
