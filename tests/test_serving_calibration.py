@@ -36,6 +36,7 @@ from benchmarks.serving_calibration import (
     predict,
     table,
 )
+from infersize.core.confidence import low_confidence_reason
 from infersize.core.serving.simulate import simulate
 from infersize.service.capacity.arm import load, make_arm
 from infersize.service.capacity.request import prepare_capacity
@@ -49,6 +50,7 @@ from infersize.service.serving_calibration import (
 )
 
 ROWS = load_rows()
+ROW_BY_ID = {row["id"]: row for row in ROWS}
 BOUNDED = [r for r in ROWS if r["bounded"] == "yes"]
 TOLERANCE = {
     "output_tokens_per_s": 0.25,
@@ -374,3 +376,18 @@ def test_qwen35s_mtp_run_serves_the_48_requests_it_ran(catalog):
         running[engine] = arm.replica.max_num_seqs
     assert row["engine"] == "sglang-0.5.9"
     assert running["sglang-0.5.9"] == 48 > running["sglang"]
+
+
+def test_the_moe_caveat_states_the_one_client_range_the_check_rows_give(predicted):
+    """`spec`'s MoE caveat says SGLang's one-client steps on 8 x B200 take from two-thirds
+    (gpt-oss-120b, Qwen3-235B) to one and a half times (GLM-4.6) the time the model prices: the
+    public sweep's rows (gist-*-c1-tpot-mean) under the presets."""
+    share = {
+        model: float(ROW_BY_ID[f"gist-{model}-8xb200-1k1k-c1-tpot-mean"]["measured"])
+        / predicted[f"gist-{model}-8xb200-1k1k-c1-tpot-mean"]
+        for model in ("gptoss-120b", "qwen3-235b", "glm46")
+    }
+    assert share["gptoss-120b"] == pytest.approx(2 / 3, abs=0.05)
+    assert share["qwen3-235b"] == pytest.approx(2 / 3, abs=0.05)
+    assert share["glm46"] == pytest.approx(1.5, abs=0.05)
+    assert "two-thirds (gpt-oss-120b, Qwen3-235B) to one and" in low_confidence_reason(256, 8, 1)

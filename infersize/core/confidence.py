@@ -4,10 +4,10 @@ The roofline prices a mixture-of-experts step by the experts its tokens select: 
 k experts per token, at most B·k of a layer's E experts are read. While B·k < E the step reads
 a few experts, and what bounds it then (expert dispatch across TP/EP ranks, the router, kernel
 launches, small grouped GEMMs) is priced only as a fixed cost per MoE layer, fitted to SGLang's
-runs on 8×B200 (docs/calibration.md): vLLM's Qwen3-30B-A3B on an A100 at batch 1 still decodes
-at 104 tokens/s (TPOT 9.6 ms, https://github.com/tenstorrent/tt-inference-server/issues/340)
-where the model gives 159 (+52 %), and Llama-4 on 8×MI300X misses by up to 47 % at 100
-clients, while dense models of the same tables sit closer. Once B·k ≥ E every expert is read
+runs on 8×B200 (docs/calibration.md), where models' layers differ by more than one cost holds:
+SGLang 0.5.8's one-client steps on 8×B200 take two-thirds of the priced time for gpt-oss-120b
+and Qwen3-235B and one and a half times for GLM-4.6, while dense models of the same tables sit
+within a few per cent. Once B·k ≥ E every expert is read
 each step and the step is the weights' read, as for a dense model.
 """
 
@@ -44,8 +44,8 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
     return (
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
-        "launches) is priced only as a fixed cost per MoE layer fitted on B200; public batch-1 "
-        "measurements decode a sixth slower (Qwen3-30B-A3B, vLLM, A100) and in two-thirds of "
-        "the time (gpt-oss-120b, SGLang, B200) this model says, so treat the speeds as "
-        "estimates either way"
+        "launches) is priced only as a fixed cost per MoE layer fitted on B200; SGLang's "
+        "one-client steps on 8 x B200 take from two-thirds (gpt-oss-120b, Qwen3-235B) to one and "
+        "a half times (GLM-4.6) the time this model says, so treat the speeds as estimates "
+        "either way"
     )
