@@ -14,7 +14,9 @@ through `infersize capacity`'s own path (the simulator). The script prints the r
 presets and the errors of the fit and check rows under both.
 
 Usage: python benchmarks/fit_serving_constants.py [--sweeps N] [--only NAME,...]
---only refits the named constants alone, the others held at the presets' values.
+--only refits the named constants alone, the others held at the presets' values; an
+architecture's own MoE layer cost is named moe_layer_overhead_s@<architecture> (one for each
+architecture of a MoE fit page of the first group).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 from infersize.catalog.store import load_catalog
 from infersize.core.engine_constants import SHARED_LAYER_COSTS
@@ -66,13 +69,39 @@ GRIDS: dict[str, list[float]] = {
 }
 
 
+# an architecture's own MoE layer cost: "moe_layer_overhead_s@<architecture>", one for each
+# architecture of the MoE targets of the first group's fit pages (the pooled cost is the one
+# fitted to all of them at once, before they had their own)
+BY_ARCHITECTURE = "moe_layer_overhead_s@"
+ARCHITECTURES = sorted(
+    {
+        CATALOG.model(r["model"]).architecture
+        for r in group_rows(SERVING_FIT_GROUPS[0], ROWS, CATALOG)
+        if r["split"] == "fit" and CATALOG.model(r["model"]).moe is not None
+    }
+)
+BY_ARCHITECTURE_NAMES = tuple(BY_ARCHITECTURE + a for a in ARCHITECTURES)
+OWN_GRID = tuple(x * 1e-6 for x in range(0, 201, 5))  # GLM-4.6's layers reach past 100 us
+GRIDS |= {name: list(OWN_GRID) for name in BY_ARCHITECTURE_NAMES}
+
+
+def engine_values(values: dict[str, float]) -> dict[str, Any]:
+    """`values` as Engine fields: the architectures' own MoE costs as one tuple of pairs."""
+    fields: dict[str, Any] = {k: v for k, v in values.items() if not k.startswith(BY_ARCHITECTURE)}
+    own = [(k.removeprefix(BY_ARCHITECTURE), v) for k, v in values.items() if k not in fields]
+    if own:
+        fields["moe_layer_overhead_by_architecture"] = tuple(sorted(own))
+    return fields
+
+
 @contextmanager
 def constants(values: dict[str, float]) -> Iterator[None]:
     """The fitted presets (and vLLM's, for the shared layer costs) with `values`."""
+    fields = engine_values(values)
     with ExitStack() as stack:
         for name in FITTED:
-            stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **values)))
-        shared = {k: v for k, v in values.items() if k in SHARED}
+            stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **fields)))
+        shared = {k: v for k, v in fields.items() if k in SHARED}
         for name in VLLM:
             stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **shared)))
         yield
@@ -110,7 +139,8 @@ def preset_values() -> dict[str, float]:
     """The fitted constants as the presets hold them (the compute shares of 8 and 4 bits
     falling back as compute_efficiency does)."""
     preset = ENGINES[FITTED[0]]
-    values = {name: getattr(preset, name) for name in GRIDS}
+    values = {name: getattr(preset, name) for name in GRIDS if name not in BY_ARCHITECTURE_NAMES}
+    values |= {BY_ARCHITECTURE + a: preset.moe_layer_cost_s(a) for a in ARCHITECTURES}
     values["mfu_fp8"] = values["mfu_fp8"] if values["mfu_fp8"] is not None else preset.mfu
     values["mfu_fp4"] = values["mfu_fp4"] if values["mfu_fp4"] is not None else values["mfu_fp8"]
     return {name: float(value) for name, value in values.items()}

@@ -1,7 +1,8 @@
 """The MoE and MLA layer costs the serving fit rows cannot tell apart (docs/calibration.md).
 
-DeepSeek-R1's layers have both an MoE and an MLA cost, the other SGLang fit pages (Qwen3-235B,
-GLM-4.6) only the MoE one, so the fit rows price the two mostly by their sum. This prints the
+DeepSeek-R1's layers have both an MoE cost (DeepSeek-V3's own, fitted to its page alone) and
+an MLA cost, and no other fit page has MLA without its own indexer cost (GLM-5), so the fit
+rows price the two mostly by their sum. This prints the
 fit rows' loss (benchmarks/fit_serving_constants.py's: mean |log(predicted / measured)|) over a
 grid of both, every other serving constant at the presets' value, and, for each split given,
 the check rows' medians of the MoE and speculative categories (benchmarks/serving_calibration.py's
@@ -28,9 +29,9 @@ METRICS = ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
 
 
 def split_values(moe_us: float, mla_us: float) -> dict[str, float]:
-    """The presets' constants with the MoE and MLA layer costs at the split."""
+    """The presets' constants with DeepSeek-V3's MoE and the MLA layer costs at the split."""
     return fit.preset_values() | {
-        "moe_layer_overhead_s": moe_us * 1e-6,
+        fit.BY_ARCHITECTURE + "deepseek_v3": moe_us * 1e-6,
         "mla_layer_overhead_s": mla_us * 1e-6,
     }
 

@@ -55,8 +55,8 @@ def test_spec_prints_the_caveat_for_moe_at_batch_1(runner):
         "note: confidence low: a MoE decode step at batch 1 selects at most 8 of 256 experts a "
         "layer, where what bounds it (expert dispatch, router, kernel launches) is priced only "
         "as a fixed cost per MoE layer fitted on B200; SGLang's one-client steps on 8 x B200 "
-        "take from two-thirds (gpt-oss-120b, Qwen3-235B) to one and a half times (GLM-4.6) the "
-        "time this model says, so treat the speeds as estimates either way"
+        "take from two-thirds (gpt-oss-120b) to four-thirds (GLM-4.6) of the time this model "
+        "says, so treat the speeds as estimates either way"
     ) in result.output
     wide = json.loads(runner.invoke(app, [*args, "--batch-size", "32", "--json"]).stdout)
     assert wide["confidence"] == "high"

@@ -16,6 +16,7 @@ from infersize.core.serving.replica import replica
 from infersize.core.serving.step import decode_batch, engine_step_seconds
 from infersize.core.speed import deployment_speed
 from infersize.core.speedup import get_speedup_model
+from infersize.service.resolve import resolve_side
 
 
 def side(catalog, model, quant="bf16", gpu="h100", tp=1):
@@ -159,3 +160,36 @@ def test_a_linear_attention_layer_costs_its_chunked_kernels_outside_cuda_graphs_
 
     assert added(1.0) == pytest.approx(36 * 1e-3, rel=1e-12)
     assert added(0.0) == 0.0
+
+
+def test_a_moe_layer_costs_its_architectures_own_where_a_fit_page_priced_it(catalog):
+    """Qwen3-235B's layers take qwen3_moe's own cost (fitted to its page), gpt-oss's the pooled
+    one (no page of its own), and DeepSeek's MTP layer its target's (deepseek_v3), the pooled
+    one when it is priced alone."""
+    sglang = get_engine("sglang")
+    own = dict(sglang.moe_layer_overhead_by_architecture)
+    assert sglang.moe_layer_cost_s("qwen3_moe") == own["qwen3_moe"] != sglang.moe_layer_overhead_s
+    assert sglang.moe_layer_cost_s("gpt_oss") == sglang.moe_layer_overhead_s
+    load = PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)
+
+    def moe_cost(name, target=None):
+        side, _ = resolve_side(
+            name,
+            "auto",
+            catalog,
+            catalog.kv_dtype("bf16"),
+            catalog.gpu("b200"),
+            8,
+            engine=sglang,
+            target_architecture=target,
+        )
+        cost = side.numbers.cost
+        pooled = replace(cost, moe_layer_s=float("nan"))
+        without = replace(sglang, moe_layer_overhead_s=0.0)
+        spread = float(pass_seconds(cost, without, load) - pass_seconds(pooled, without, load))
+        return spread / cost.moe_layers
+
+    assert moe_cost("qwen3-235b-a22b") == pytest.approx(own["qwen3_moe"])
+    sglang = replace(sglang, moe_layer_overhead_by_architecture=(("deepseek_v3", 1e-4),))
+    assert moe_cost("deepseek-v3-mtp", "deepseek_v3") == pytest.approx(1e-4)
+    assert moe_cost("deepseek-v3-mtp") == pytest.approx(sglang.moe_layer_overhead_s)

@@ -4,10 +4,10 @@ The roofline prices a mixture-of-experts step by the experts its tokens select: 
 k experts per token, at most B·k of a layer's E experts are read. While B·k < E the step reads
 a few experts, and what bounds it then (expert dispatch across TP/EP ranks, the router, kernel
 launches, small grouped GEMMs) is priced only as a fixed cost per MoE layer, fitted to SGLang's
-runs on 8×B200 (docs/calibration.md), where models' layers differ by more than one cost holds:
-SGLang 0.5.8's one-client steps on 8×B200 take two-thirds of the priced time for gpt-oss-120b
-and Qwen3-235B and one and a half times for GLM-4.6, while dense models of the same tables sit
-within a few per cent. Once B·k ≥ E every expert is read
+runs on 8×B200 (docs/calibration.md), an architecture's own where one of its pages is a fit
+source and pooled otherwise: SGLang 0.5.8's one-client steps on 8×B200 take two-thirds of the
+priced time for gpt-oss-120b (pooled) and four-thirds for GLM-4.6 (its own, fitted to 0.5.6),
+while dense models of the same tables sit within a few per cent. Once B·k ≥ E every expert is read
 each step and the step is the weights' read, as for a dense model.
 """
 
@@ -45,7 +45,6 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
         "launches) is priced only as a fixed cost per MoE layer fitted on B200; SGLang's "
-        "one-client steps on 8 x B200 take from two-thirds (gpt-oss-120b, Qwen3-235B) to one and "
-        "a half times (GLM-4.6) the time this model says, so treat the speeds as estimates "
-        "either way"
+        "one-client steps on 8 x B200 take from two-thirds (gpt-oss-120b) to four-thirds "
+        "(GLM-4.6) of the time this model says, so treat the speeds as estimates either way"
     )

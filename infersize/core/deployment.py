@@ -85,13 +85,16 @@ def prepare_side(
     dp_attention: bool = False,
     ssm_dtype: KvDtype | None = None,
     fused_allreduce: bool = False,
+    moe_layer_s: float = math.nan,
 ) -> Side:
     """`exact`: the whole model's weight bytes read from its files, used instead of the
     format's bits per weight (split over TP ranks like the formula). `weight_only`: the GPU
     runs `fmt` through dequantising kernels. `dp_attention`: attention runs data parallel over
     the `tp` ranks (attention_data_parallel). `ssm_dtype`: the engine's dtype for the
     linear-attention layers' recurrent state (None: the model's, mem.linear_state_bytes).
-    `fused_allreduce`: the engine fuses the all-reduces of its passes (core/allreduce.py)."""
+    `fused_allreduce`: the engine fuses the all-reduces of its passes (core/allreduce.py).
+    `moe_layer_s`: the engine's fixed cost of one of its MoE layers (NaN: the engine's pooled
+    one, core/latency.pass_seconds)."""
     mem.check_tp(model, tp)
     counts = param_counts(model)
     weights = mem.weight_bytes(counts, fmt, tp) if exact is None else mem.split_weights(exact, tp)
@@ -105,7 +108,9 @@ def prepare_side(
         activation_bytes_per_token=mem.activation_bytes_per_token(model, tp) if on_gpu else 0.0,
         tp=tp,
         kv=kv,
-        cost=step_cost(model, counts, weights, fmt, kv, gpu, tp, weight_only, fused_allreduce),
+        cost=step_cost(
+            model, counts, weights, fmt, kv, gpu, tp, weight_only, fused_allreduce, moe_layer_s
+        ),
         moe=0.0 if model.moe is None else 1.0,
         hidden_size=model.hidden_size,
         encoder_bytes_per_item=mem.encoder_bytes_per_item(model.vision, tp),

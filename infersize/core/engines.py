@@ -28,6 +28,7 @@ from infersize.core.engine_constants import (
     MIB,
     REJECTION_SAMPLER_BYTES_PER_LOGIT,
     SERVING,
+    SGLANG_SPEC_HOST_S,
     SHARED_LAYER_COSTS,
     VLLM_STEP_OVERHEAD_S,
 )
@@ -53,8 +54,10 @@ class Engine:
     # is fitted on cannot see it): per forward pass, and per layer per pass
     step_overhead_s: float = 2.0e-4  # scheduling, sampling, graph launch not overlapped
     layer_overhead_s: float = 1.0e-5  # kernel launch gaps and tails
-    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs) and MLA layer,
+    # a pass's fixed cost per MoE layer (router, permutation, grouped GEMMs), pooled and by
+    # architecture where the fit rows price one's own; per MLA layer,
     moe_layer_overhead_s: float = 0.0
+    moe_layer_overhead_by_architecture: tuple[tuple[str, float], ...] = ()
     mla_layer_overhead_s: float = 0.0
     dsa_layer_overhead_s: float = 0.0  # and a layer's lightning indexer (DeepSeek Sparse Attention)
     # a pass outside CUDA graphs (prefills: eager_prefill; decodes above the limit), a layer:
@@ -133,6 +136,11 @@ class Engine:
     max_batch_size: int | None = None  # None: 2048 (BuildConfig)
     tokens_per_block: int = 32
     drafts_trees: bool = False  # takes a draft tree (top-k > 1): SGLang, TensorRT-LLM
+
+    def moe_layer_cost_s(self, architecture: str) -> float:
+        """A MoE layer's fixed cost a pass: `architecture`'s own where fitted, else pooled."""
+        own = dict(self.moe_layer_overhead_by_architecture)
+        return own.get(architecture, self.moe_layer_overhead_s)
 
 
 VLLM_V1 = Engine(
@@ -235,13 +243,7 @@ SGLANG = Engine(
     # ServerArgs._handle_model_specific_adjustments, at the commit above)
     schedules_ahead=False,
     allreduce_fusion=SGLANG_056_FUSION,
-    # its EAGLE worker (MTP and n-gram too) runs without the overlap scheduler unless
-    # SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding,
-    # sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: python/sglang/srt/server_args.py;
-    # the same at f9c3def7): a step's host work runs between its passes. Overlapping it made a
-    # step of Llama-3.1-8B with a 5-token EAGLE chain 1.1 ms shorter at one client (2.99 tokens a
-    # step at 246.80 tokens/s without, 3.01 at 273.43 with: https://github.com/sgl-project/sglang/pull/11398)
-    spec_host_s=1.1e-3,
+    spec_host_s=SGLANG_SPEC_HOST_S,
 )
 SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(

@@ -18,6 +18,8 @@ decode step at batch 64, where max() would give about 1.0x.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -57,6 +59,8 @@ class StepCost:
     peak_flops: Num
     link_bytes_per_s: Num  # all-reduce bus bandwidth, per GPU (allreduce_bus_bytes_per_s)
     moe_layers: Num = 0.0  # layers with routed experts (each a fixed cost a pass: Engine)
+    # the engine's cost of each for the architecture (Engine.moe_layer_cost_s; NaN: its pooled)
+    moe_layer_s: Num = math.nan
     mla_layers: Num = 0.0  # layers of multi-head latent attention (the same)
     dsa_layers: Num = 0.0  # layers with a lightning indexer (DeepSeek Sparse Attention; the same)
     linear_layers: Num = 0.0  # linear-attention (Gated DeltaNet) layers (a cost outside graphs)
@@ -102,10 +106,12 @@ def step_cost(
     tp: int = 1,
     weight_only: bool = False,
     fused_allreduce: bool = False,
+    moe_layer_s: float = math.nan,
 ) -> StepCost:
     """The per-step constants of `model` at precision `fmt` on `gpu`, split over `tp` ranks.
     `weight_only`: the GPU dequantises `fmt` (support.yaml), so it multiplies at 16 bit.
-    `fused_allreduce`: the engine fuses the all-reduces of its passes."""
+    `fused_allreduce`: the engine fuses the all-reduces of its passes. `moe_layer_s`: the
+    engine's fixed cost of a MoE layer of this architecture (NaN: the engine's pooled one)."""
     share = _pass_share(model)
     read = float(weights.read_per_step) * share
     expert_bytes = weights.linear * counts.mlp_routed / counts.linear if counts.linear else 0.0
@@ -114,6 +120,7 @@ def step_cost(
     return StepCost(
         compute_bits=16.0 if weight_only else COMPUTE_BITS.get(fmt.compute_dtype, 16.0),
         moe_layers=moe_layer_count(model),
+        moe_layer_s=moe_layer_s,
         mla_layers=model.num_hidden_layers if model.mla is not None else 0,
         dsa_layers=model.num_hidden_layers if model.index_n_heads is not None else 0,
         linear_layers=model.linear_attention_layers,
@@ -262,11 +269,12 @@ def pass_seconds(
         + cost.mla_layers * engine.eager_mla_layer_overhead_s
         + cost.linear_layers * engine.eager_linear_layer_overhead_s
     )
+    moe_s = floats(cost.moe_layer_s)
     t_fixed = (
         fixed
         + cost.layers * engine.layer_overhead_s
         + floats(load.eager) * eager
-        + cost.moe_layers * engine.moe_layer_overhead_s
+        + cost.moe_layers * np.where(np.isnan(moe_s), engine.moe_layer_overhead_s, moe_s)
         + cost.mla_layers * engine.mla_layer_overhead_s
         + cost.dsa_layers * engine.dsa_layer_overhead_s
     )

@@ -4,6 +4,7 @@ through here: one pairing rule, one price rule, one place that reads checkpoints
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from infersize.catalog.records import Gpu, KvDtype, Model, Support
@@ -79,7 +80,8 @@ def resolve_side(
     support of the precision under the engine family decides how the step is priced.
     `engine`: whose rule sets the linear-attention states' dtype (ssm_state_dtype; None: the
     model's own) and whether the side's all-reduces are fused (core/allreduce.py, decided by
-    `target_architecture`, the deployment's target's; None: this side is the target)."""
+    `target_architecture`, the deployment's target's; None: this side is the target), which
+    also names whose MoE layer cost a drafter's MoE layers take (an MTP layer's: its target's)."""
     source = resolve_model(name, catalog)
     if source.model.speculator == "ngram":  # nothing to store or run on the GPU
         fmt = catalog.weight_format("none")
@@ -102,7 +104,19 @@ def resolve_side(
         and fusion.fuses(target_architecture or own, own, gpu.architecture or "")
     )
     side = prepare_side(
-        source.model, fmt, kv, gpu, tp, exact, weight_only, dp_attention, ssm_dtype, fused
+        source.model,
+        fmt,
+        kv,
+        gpu,
+        tp,
+        exact,
+        weight_only,
+        dp_attention,
+        ssm_dtype,
+        fused,
+        moe_layer_s=math.nan
+        if engine is None
+        else engine.moe_layer_cost_s(target_architecture or own),
     )
     return side, support
 
