@@ -98,9 +98,12 @@ def engine_values(values: dict[str, float]) -> dict[str, Any]:
 def constants(values: dict[str, float]) -> Iterator[None]:
     """The fitted presets (and vLLM's, for the shared layer costs) with `values`."""
     fields = engine_values(values)
+    pooled = {k: v for k, v in fields.items() if k != "moe_layer_overhead_by_architecture"}
     with ExitStack() as stack:
-        for name in FITTED:
-            stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **fields)))
+        for name in FITTED:  # the architectures' own MoE costs are SGLang's alone
+            sglang = ENGINES[name].memory_rule == "sglang"
+            preset = dataclasses.replace(ENGINES[name], **(fields if sglang else pooled))
+            stack.enter_context(engine_preset(preset))
         shared = {k: v for k, v in fields.items() if k in SHARED}
         for name in VLLM:
             stack.enter_context(engine_preset(dataclasses.replace(ENGINES[name], **shared)))

@@ -12,14 +12,8 @@ MIB = 2**20
 # decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
 # of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
 SERVING: dict[str, Any] = {
-    # pooled over the MoE fit pages (fitted to all three at once), and each page's own
-    # architecture's, fitted to its page alone (DeepSeek-R1, GLM-4.6, Qwen3-235B on 8 x B200)
+    # pooled over the MoE fit pages: fitted to the three at once (SGLANG_MOE_LAYER_BY_ARCHITECTURE)
     "moe_layer_overhead_s": 6.5e-5,
-    "moe_layer_overhead_by_architecture": (
-        ("deepseek_v3", 6.5e-5),
-        ("glm4_moe", 8e-5),
-        ("qwen3_moe", 3e-5),
-    ),
     "mla_layer_overhead_s": 4e-5,
     # a lightning indexer's kernels (its rotation, FP8 key cache, paged logits and top-2048
     # selection), fitted to GLM-5's one-client rows without speculation on 8 x B200
@@ -36,6 +30,15 @@ SERVING: dict[str, Any] = {
     "mfu_fp8": 0.65,
     "mfu_fp4": 0.4,
 }
+# SGLang's MoE layer cost for each fit page's architecture, fitted to its page alone
+# (DeepSeek-R1, GLM-4.6, Qwen3-235B on 8 x B200): its path for each model class, which the
+# other presets do not take (vLLM's Qwen3-30B-A3B on A100 at batch 1 is already slower than the
+# pooled cost prices, docs/calibration.md)
+SGLANG_MOE_LAYER_BY_ARCHITECTURE = (
+    ("deepseek_v3", 6.5e-5),
+    ("glm4_moe", 8e-5),
+    ("qwen3_moe", 3e-5),
+)
 # SGLang's EAGLE worker (MTP and n-gram too) runs without the overlap scheduler unless
 # SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding,
 # sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: python/sglang/srt/server_args.py;
@@ -43,10 +46,7 @@ SERVING: dict[str, Any] = {
 # of Llama-3.1-8B with a 5-token EAGLE chain 1.1 ms shorter at one client (2.99 tokens a step at
 # 246.80 tokens/s without, 3.01 at 273.43 with: https://github.com/sgl-project/sglang/pull/11398)
 SGLANG_SPEC_HOST_S = 1.1e-3
-# the layer costs of kernels every engine runs alike, which the vLLM presets hold at SERVING's;
-# not the architectures' own MoE costs, which price SGLang's path for each model class (vLLM's
-# Qwen3-30B-A3B on A100 at batch 1 is already slower than the pooled cost prices,
-# docs/calibration.md)
+# the layer costs of kernels every engine runs alike, which the vLLM presets hold at SERVING's
 SHARED_LAYER_COSTS = ("moe_layer_overhead_s", "mla_layer_overhead_s", "dsa_layer_overhead_s")
 # vLLM V1's fixed cost per engine step, fitted (benchmarks/fit_engine_constants.py) to the vLLM
 # blog's batch-1 rows; each drafter forward is held at the same cost (VLLM_V1)

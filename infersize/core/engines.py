@@ -28,6 +28,7 @@ from infersize.core.engine_constants import (
     MIB,
     REJECTION_SAMPLER_BYTES_PER_LOGIT,
     SERVING,
+    SGLANG_MOE_LAYER_BY_ARCHITECTURE,
     SGLANG_SPEC_HOST_S,
     SHARED_LAYER_COSTS,
     VLLM_STEP_OVERHEAD_S,
@@ -99,8 +100,7 @@ class Engine:
     # The fixed cost of each drafter forward pass in place of step_overhead_s (None: the same):
     # launches, the proposer's bookkeeping between its passes, its share of rejection sampling
     draft_forward_overhead_s: float | None = None
-    # host work a speculative step adds where the scheduler does not overlap it with the GPU's
-    spec_host_s: float = 0.0
+    spec_host_s: float = 0.0  # host work a speculative step adds, not overlapped with the GPU
     # Any drafter adds the rejection sampler's dry run to the sampler phase of the profiling
     # pass: bytes per row of the dummy batch and vocabulary entry of the target
     rejection_sampler_bytes_per_logit: float = 0.0
@@ -183,8 +183,7 @@ VLLM_V1 = Engine(
     # docs/calibration.md checks it on batch-1 speedups of a separate draft
     draft_forward_overhead_s=VLLM_STEP_OVERHEAD_S,
     rejection_sampler_bytes_per_logit=REJECTION_SAMPLER_BYTES_PER_LOGIT,
-    # the same MoE, MLA and indexer kernels as SGLang's: their layer costs, held (not fitted on
-    # vLLM)
+    # SGLang's MoE, MLA and indexer layer costs, held (the same kernels; not fitted on vLLM)
     **{name: SERVING[name] for name in SHARED_LAYER_COSTS},
 )
 VLLM_V1_EARLY = replace(
@@ -244,6 +243,7 @@ SGLANG = Engine(
     schedules_ahead=False,
     allreduce_fusion=SGLANG_056_FUSION,
     spec_host_s=SGLANG_SPEC_HOST_S,
+    moe_layer_overhead_by_architecture=SGLANG_MOE_LAYER_BY_ARCHITECTURE,
 )
 SGLANG = replace(SGLANG, **SERVING)
 SGLANG_04 = replace(
