@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -114,3 +115,45 @@ def test_the_sweep_column_follows_spec(tmp_path, runner):
             ],
         )
         assert json.loads(spec.stdout)["confidence"] == level
+
+
+@pytest.mark.parametrize(
+    ("target", "engine", "said"),
+    [
+        (
+            "qwen3-235b-a22b",
+            "sglang",
+            "sglang prices each of qwen3-235b-a22b's 94 MoE layers at a fixed 30 us a pass beside "
+            "the expert weights it reads: qwen3_moe's own, fitted to SGLang's public runs of it "
+            "on 8 x B200",
+        ),
+        (
+            "gpt-oss-120b",
+            "sglang",
+            "sglang prices each of gpt-oss-120b's 36 MoE layers at a fixed 65 us a pass beside the "
+            "expert weights it reads: the cost pooled over SGLang's public runs of deepseek_v3, "
+            "glm4_moe, qwen3_moe on 8 x B200 (no run of gpt_oss set its own)",
+        ),
+        (
+            "qwen3-235b-a22b",
+            "vllm",
+            "vllm prices each of qwen3-235b-a22b's 94 MoE layers at a fixed 65 us a pass beside "
+            "the expert weights it reads: the cost pooled over SGLang's public runs of "
+            "deepseek_v3, glm4_moe, qwen3_moe on 8 x B200 (vllm takes it for every architecture)",
+        ),
+    ],
+)
+def test_spec_says_whose_moe_layer_cost_prices_the_target(runner, target, engine, said):
+    """An architecture with a fit page of its own (Qwen3-MoE under SGLang) is priced at its own
+    MoE layer cost, the rest (gpt-oss; every architecture under vLLM) at the pooled one: `spec`
+    says which, so a planner knows whether public runs of the model's class set it."""
+    args = ["spec", "--target", target, "--draft", "none", "--gpu", "b200", "--tp", "8"]
+    result = runner.invoke(app, [*args, "--engine", engine, "--json"])
+    assert result.exit_code == 0, result.output
+    assert said in json.loads(result.stdout)["notes"]
+
+
+def test_a_dense_target_has_no_moe_cost_note(runner):
+    args = ["spec", "--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100", "--json"]
+    notes = json.loads(runner.invoke(app, args).stdout)["notes"]
+    assert not any("MoE layers" in note for note in notes)

@@ -8,6 +8,7 @@ import math
 from infersize.catalog.store import Catalog
 from infersize.core.confidence import LOW, low_confidence_reason
 from infersize.core.deployment import draft_is_smaller
+from infersize.core.engine_constants import SGLANG_MOE_LAYER_BY_ARCHITECTURE
 from infersize.core.memory import GIB
 from infersize.core.speedup import SpeedupModel
 from infersize.service.context import max_context_tokens
@@ -84,6 +85,28 @@ def fusion_note(dep: Deployment) -> str | None:
     )
 
 
+def moe_cost_note(dep: Deployment) -> str | None:
+    """How the engine prices the fixed cost of the target's MoE layers: its architecture's own
+    (fitted to public runs of it) or the pooled one; `spec` and `capacity` print it."""
+    model, engine = dep.target.model, dep.engine
+    if model.moe is None:
+        return None
+    own = dict(engine.moe_layer_overhead_by_architecture)
+    fitted = ", ".join(name for name, _ in SGLANG_MOE_LAYER_BY_ARCHITECTURE)
+    if model.architecture in own:
+        source = f"{model.architecture}'s own, fitted to SGLang's public runs of it on 8 x B200"
+    else:
+        why = f"no run of {model.architecture} set its own" if own else "for every architecture"
+        why = why if own else f"{engine.name} takes it {why}"
+        source = f"the cost pooled over SGLang's public runs of {fitted} on 8 x B200 ({why})"
+    layers = int(float(dep.target.numbers.cost.moe_layers))
+    cost_us = engine.moe_layer_cost_s(model.architecture) * 1e6
+    return (
+        f"{engine.name} prices each of {model.id}'s {layers} MoE layers at a fixed {cost_us:g} us "
+        f"a pass beside the expert weights it reads: {source}"
+    )
+
+
 def spec_notes(
     req: DeploymentRequest,
     context_length: int,
@@ -121,6 +144,8 @@ def spec_notes(
         notes.append(fraction_note)
     if (fused := fusion_note(dep)) is not None:
         notes.append(fused)
+    if (moe := moe_cost_note(dep)) is not None:
+        notes.append(moe)
     if result.verdict == "OOM" and (result.kv_pool_bytes or 0) > 0:
         notes.append(
             f"the batch needs more KV cache than vLLM's pool holds (it fits "

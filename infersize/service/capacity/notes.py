@@ -14,7 +14,7 @@ from infersize.service.capacity.answer import ArmResult
 from infersize.service.capacity.request import CapacityRequest
 from infersize.service.context import max_context_tokens
 from infersize.service.request import Prepared
-from infersize.service.spec_notes import fusion_note
+from infersize.service.spec_notes import fusion_note, moe_cost_note
 
 MEDIUM = "medium"
 # tail requests beyond a percentile that make it a measurement rather than a guess: p99 of
@@ -137,6 +137,7 @@ def capacity_notes(
         )
     notes.append(_requests_note(req))
     notes.append(fusion_note(dep))
+    notes.append(moe_cost_note(dep))
     notes.extend(_floor_notes(arms, names))
     notes.append(
         "TPOT is per request, (e2e - TTFT) / (output tokens - 1); ITL the gaps between streamed "
