@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from infersize.core.serving.kernel_cache import refresh_once
 from infersize.core.serving.kernel_layout import (
     ARR_HEAD,
     ARR_TAIL,
@@ -72,6 +73,8 @@ from infersize.core.serving.kernel_steps import (
     switch_k,
 )
 from infersize.core.serving.step_math import DRAFT_K
+
+refresh_once()  # numba keeps callees inside cached callers (kernel_cache.py)
 
 
 @njit(cache=True)

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from infersize.core.serving import step_math
+from infersize.core.serving.kernel_cache import refresh_once
 from infersize.core.serving.kernel_layout import (
     ARR_HEAD,
     ARR_TAIL,
@@ -61,6 +62,8 @@ from infersize.core.serving.kernel_layout import (
     G,
     T,
 )
+
+refresh_once()  # numba keeps callees inside cached callers (kernel_cache.py)
 
 # a sequence's KV bytes, compiled for the loop (the same function, in Python, for the rest)
 sequence_kv = njit(cache=True)(step_math.sequence_kv)

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit
 
 from infersize.core.serving import step_math
+from infersize.core.serving.kernel_cache import refresh_once
 from infersize.core.serving.kernel_layout import (
     ADMISSIONS,
     ADMITTED,
@@ -53,6 +54,8 @@ from infersize.core.serving.kernel_requests import (
     sequence_kv,
     stop_decoding,
 )
+
+refresh_once()  # numba keeps callees inside cached callers (kernel_cache.py)
 
 # the step model, compiled for the loop and the mean-field fixed point (the same function, in
 # Python, is StepTable.seconds)
