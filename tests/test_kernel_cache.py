@@ -1,17 +1,18 @@
-"""The simulator's numba cache is dropped when any source of its package changes (numba itself
-checks only the cached function's own file, so a cached `serve` would keep an old step formula
-from step_math.py); nothing else in the folder is touched, a planted link is not written
-through, and a folder that cannot be written is left as it is."""
+"""The simulator's numba cache is dropped when any source of its package is newer than it
+(numba itself checks only the cached function's own file, so a cached `serve` would keep an old
+step formula from step_math.py); nothing else in the folder is touched, a link among the cache
+files is removed as a link, and a folder that cannot be changed is left as it is."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
-import pytest
-
 from infersize.core.serving import kernel_cache
-from infersize.core.serving.kernel_cache import STAMP, refresh, sources_digest
+from infersize.core.serving.kernel_cache import numba_files, refresh
+
+HOUR_NS = 3600 * 10**9
 
 
 def package(tmp_path: Path) -> Path:
@@ -22,7 +23,13 @@ def package(tmp_path: Path) -> Path:
     return folder
 
 
-def compiled(folder: Path) -> list[Path]:
+def age(path: Path, hours: float) -> None:
+    """Set `path`'s times `hours` before now (a link's own times where it is one)."""
+    when = time.time_ns() - int(hours * HOUR_NS)
+    os.utime(path, ns=(when, when), follow_symlinks=False)
+
+
+def compiled(folder: Path, hours_old: float = 0.0) -> list[Path]:
     """What numba writes for two cached functions, beside a bytecode file and another
     package's numba file that must survive."""
     cache = folder / "__pycache__"
@@ -30,66 +37,36 @@ def compiled(folder: Path) -> list[Path]:
     files += [cache / "step_math.step-1.py311.nbi"]
     for f in [*files, cache / "kernel.cpython-311.pyc", cache / "elsewhere.f-1.py311.nbi"]:
         f.write_bytes(b"x")
+        age(f, hours_old)
     return files
 
 
-def test_a_changed_source_drops_the_compiled_cache_and_only_it(tmp_path):
+def test_a_source_written_after_the_cache_drops_it_and_only_it(tmp_path):
     folder = package(tmp_path)
-    numba_files = compiled(folder)
-    assert refresh(folder)  # no digest stored yet: the cache may be from any version
-    assert not any(f.exists() for f in numba_files)
+    for source in folder.glob("*.py"):
+        age(source, 2)
+    numba = compiled(folder, hours_old=1)  # compiled after the sources were written
+    assert sorted(numba_files(folder)) == sorted(numba)
+    assert not refresh(folder)
+    assert all(f.exists() for f in numba)
+
+    (folder / "step_math.py").write_text("def step(): return 3\n")  # a callee changes, now
+    assert refresh(folder)
+    assert not any(f.exists() for f in numba)
     assert (folder / "__pycache__" / "kernel.cpython-311.pyc").exists()
     assert (folder / "__pycache__" / "elsewhere.f-1.py311.nbi").exists()
-    assert (folder / "__pycache__" / STAMP).read_text() == sources_digest(folder)
-
-    numba_files = compiled(folder)  # numba compiles afresh
-    assert not refresh(folder)  # the same sources: the cache stays
-    assert all(f.exists() for f in numba_files)
-
-    (folder / "step_math.py").write_text("def step(): return 3\n")  # a callee changes
-    assert refresh(folder)
-    assert not any(f.exists() for f in numba_files)
+    assert not refresh(folder)  # nothing left to drop
 
 
-def test_the_digest_moves_with_any_source_and_its_name(tmp_path):
-    folder = package(tmp_path)
-    before = sources_digest(folder)
-    (folder / "kernel.py").rename(folder / "kernel2.py")
-    assert sources_digest(folder) != before
-
-
-def test_a_link_planted_at_the_stamp_is_replaced_not_written_through(tmp_path):
+def test_a_link_among_the_cache_files_is_removed_as_a_link(tmp_path):
     folder = package(tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    (folder / "__pycache__" / STAMP).symlink_to(victim)
-    refresh(folder)
-    assert victim.read_text() == "keep me"
-    stamp = folder / "__pycache__" / STAMP
-    assert not stamp.is_symlink() and stamp.read_text() == sources_digest(folder)
-    assert [p.name for p in (folder / "__pycache__").iterdir() if p.name.startswith(".")] == []
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permissions")
-def test_a_folder_that_cannot_be_written_is_left_alone(tmp_path):
-    folder = package(tmp_path)
-    numba_files = compiled(folder)
-    (folder / "__pycache__").chmod(0o555)
-    try:
-        assert not refresh(folder)
-        assert all(f.exists() for f in numba_files)
-    finally:
-        (folder / "__pycache__").chmod(0o755)
-
-
-def test_the_simulators_package_is_stamped_once_it_has_loaded():
-    """Importing a compiled module refreshes the serving package: its stamp then holds the
-    digest of the sources as they are (where the checkout can be written)."""
-    from infersize.core.serving import kernel  # noqa: F401  (loads numba, refreshes once)
-
-    stamp = kernel_cache.PACKAGE / "__pycache__" / STAMP
-    if os.access(kernel_cache.PACKAGE, os.W_OK):
-        assert stamp.read_text() == sources_digest(kernel_cache.PACKAGE)
+    link = folder / "__pycache__" / "kernel.serve-77.py311.nbc"
+    link.symlink_to(victim)
+    age(link, 1)
+    assert refresh(folder)
+    assert not link.is_symlink() and victim.read_text() == "keep me"
 
 
 def test_a_cache_folder_that_is_not_one_is_left_alone(tmp_path):
@@ -100,3 +77,13 @@ def test_a_cache_folder_that_is_not_one_is_left_alone(tmp_path):
     (folder / "__pycache__").write_text("not a folder")
     assert not refresh(folder)
     assert (folder / "__pycache__").read_text() == "not a folder"
+
+
+def test_the_simulators_cache_is_never_older_than_its_sources_once_it_has_loaded():
+    """Importing a compiled module refreshes the serving package first, so every numba file
+    left there is at least as new as every source (or none is there yet)."""
+    from infersize.core.serving import kernel  # noqa: F401  (loads numba, refreshes once)
+
+    compiled = numba_files(kernel_cache.PACKAGE)
+    assert not refresh(kernel_cache.PACKAGE)
+    assert all(f.exists() for f in compiled)
