@@ -143,7 +143,7 @@ GLM46_FUSED = (
     "cookbook's fit rows), though 0.5.8 fuses its all-reduces (sglang PR 14764 lists "
     "Glm4MoeForCausalLM, on Hopper and Blackwell), which the `sglang-0.5.9` preset credits: "
     "2 x 92 all-reduces at 8.7 us where 0.5.6's cost 25, 3 ms a step, so the model prices 11.3 "
-    "ms (-24 %, within its bound) and 88 tokens/s against 66; Qwen3-235B, fused by the same PR, "
+    "ms (-24 %, within its bound) and 87 tokens/s against 66; Qwen3-235B, fused by the same PR, "
     "ran 3.4 ms a step faster on 0.5.8 than on 0.5.6, as priced. Nothing public says what kept "
     "GLM-4.6's steps where they were"
 )
