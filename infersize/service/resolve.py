@@ -97,11 +97,12 @@ def resolve_side(
     ssm_dtype = None if engine is None else ssm_state_dtype(engine, catalog, source.model)
     fusion = None if engine is None else engine.allreduce_fusion
     own = source.model.architecture
+    target = target_architecture or own  # whose flags and MoE layer cost the side takes
     fused = (
         fusion is not None
         and tp > 1
         and not dp_attention
-        and fusion.fuses(target_architecture or own, own, gpu.architecture or "")
+        and fusion.fuses(target, own, gpu.architecture or "")
     )
     side = prepare_side(
         source.model,
@@ -114,9 +115,7 @@ def resolve_side(
         dp_attention,
         ssm_dtype,
         fused,
-        moe_layer_s=math.nan
-        if engine is None
-        else engine.moe_layer_cost_s(target_architecture or own),
+        moe_layer_s=math.nan if engine is None else engine.moe_layer_cost_s(target),
     )
     return side, support
 

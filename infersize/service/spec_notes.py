@@ -93,12 +93,13 @@ def moe_cost_note(dep: Deployment) -> str | None:
         return None
     own = dict(engine.moe_layer_overhead_by_architecture)
     fitted = ", ".join(name for name, _ in SGLANG_MOE_LAYER_BY_ARCHITECTURE)
+    pooled = f"the cost pooled over SGLang's public runs of {fitted} on 8 x B200"
     if model.architecture in own:
         source = f"{model.architecture}'s own, fitted to SGLang's public runs of it on 8 x B200"
+    elif own:
+        source = f"{pooled} (no run of {model.architecture} set its own)"
     else:
-        why = f"no run of {model.architecture} set its own" if own else "for every architecture"
-        why = why if own else f"{engine.name} takes it {why}"
-        source = f"the cost pooled over SGLang's public runs of {fitted} on 8 x B200 ({why})"
+        source = f"{pooled} ({engine.name} takes it for every architecture)"
     layers = int(float(dep.target.numbers.cost.moe_layers))
     cost_us = engine.moe_layer_cost_s(model.architecture) * 1e6
     return (
