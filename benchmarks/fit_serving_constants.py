@@ -16,7 +16,7 @@ presets and the errors of the fit and check rows under both.
 Usage: python benchmarks/fit_serving_constants.py [--sweeps N] [--only NAME,...]
 --only refits the named constants alone, the others held at the presets' values; an
 architecture's own MoE layer cost is named moe_layer_overhead_s@<architecture> (one for each
-architecture of a MoE fit page of the first group).
+architecture of a MoE fit page of the first group, and gpt_oss, whose group is its own).
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ GRIDS: dict[str, list[float]] = {
 
 # an architecture's own MoE layer cost: "moe_layer_overhead_s@<architecture>", one for each
 # architecture of the MoE targets of the first group's fit pages (the pooled cost is the one
-# fitted to all of them at once, before they had their own)
+# fitted to all of them at once, before they had their own) and for each group of one
+# architecture's rows
 BY_ARCHITECTURE = "moe_layer_overhead_s@"
 ARCHITECTURES = sorted(
     {
@@ -79,6 +80,7 @@ ARCHITECTURES = sorted(
         for r in group_rows(SERVING_FIT_GROUPS[0], ROWS, CATALOG)
         if r["split"] == "fit" and CATALOG.model(r["model"]).moe is not None
     }
+    | {g.architecture for g in SERVING_FIT_GROUPS if g.architecture is not None}
 )
 BY_ARCHITECTURE_NAMES = tuple(BY_ARCHITECTURE + a for a in ARCHITECTURES)
 OWN_GRID = tuple(x * 1e-6 for x in range(0, 201, 5))  # GLM-4.6's layers reach past 100 us
@@ -149,22 +151,37 @@ def preset_values() -> dict[str, float]:
     return {name: float(value) for name, value in values.items()}
 
 
+def priced_by(name: str, rows: list[Row]) -> list[Row]:
+    """The rows a constant prices: an architecture's own MoE cost those of its targets, any
+    other constant every row."""
+    if not name.startswith(BY_ARCHITECTURE):
+        return rows
+    architecture = name.removeprefix(BY_ARCHITECTURE)
+    return [r for r in rows if CATALOG.model(r["model"]).architecture == architecture]
+
+
 def refit(rows: list[Row], sweeps: int, names: tuple[str, ...] = tuple(GRIDS)) -> dict[str, float]:
     """Coordinate descent from the presets' values: each constant in turn to its grid point of
-    least loss, the others held, until a sweep changes nothing. A constant moves only where the
-    fit rows tell its values apart (the loss falls by more than MIN_GAIN): the 16-bit compute
-    share by TensorRT-LLM 0.14's FP16 rows, the FP8 and FP4 shares by the 1.0 table's."""
+    least loss over the rows it prices, the others held, until a sweep changes nothing. A
+    constant moves only where those rows tell its values apart (their loss falls by more than
+    MIN_GAIN): the 16-bit compute share by TensorRT-LLM 0.14's FP16 rows, the FP8 and FP4
+    shares by the 1.0 table's, an architecture's own MoE cost by its own rows alone."""
     values = preset_values()
-    best = loss(rows, values)
     for sweep in range(sweeps):
         changed = False
         for name in names:
+            scope = priced_by(name, rows)
+            best = loss(scope, values)
             for candidate in GRIDS[name]:
                 trial = values | {name: candidate}
-                score = loss(rows, trial)
+                score = loss(scope, trial)
                 if score < best - MIN_GAIN:
                     best, values, changed = score, trial, True
-            print(f"  sweep {sweep + 1}: {name} {values[name]:g} (loss {best:.4f})", flush=True)
+            print(
+                f"  sweep {sweep + 1}: {name} {values[name]:g} (loss {best:.4f} over "
+                f"{len(scope)} rows)",
+                flush=True,
+            )
         if not changed:
             break
     return values

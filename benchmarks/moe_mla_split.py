@@ -8,7 +8,7 @@ grid of both, every other serving constant at the presets' value, and, for each 
 the check rows' medians of the MoE and speculative categories (benchmarks/serving_calibration.py's
 summary table) under it.
 
-Usage (from the repository root): python -m benchmarks.moe_mla_split [--splits 65/40,55/55,40/70]
+Usage (from the repository root): python -m benchmarks.moe_mla_split [--splits 70/40,55/55,40/70]
 [--no-grid]
 (costs in µs, MoE/MLA; the grid takes about 2 minutes on two cores).
 """
@@ -61,7 +61,7 @@ def medians(moe_us: float, mla_us: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--splits", default="65/40,55/55,40/70", help="MoE/MLA µs, comma-separated")
+    parser.add_argument("--splits", default="70/40,55/55,40/70", help="MoE/MLA µs, comma-separated")
     parser.add_argument("--no-grid", action="store_true", help="only the check medians")
     args = parser.parse_args()
     splits = [tuple(float(x) for x in s.split("/")) for s in args.splits.split(",")]

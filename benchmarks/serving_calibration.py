@@ -9,9 +9,12 @@ plain-decoding twin (the direction of speculation's effect).
 Constants are fitted on the `fit` rows only (benchmarks/fit_serving_constants.py); the `check`
 rows' errors are out of sample.
 
-Usage: python benchmarks/serving_calibration.py [--write]
+Usage: python benchmarks/serving_calibration.py [--write] [--rows TEXT [--lengths DRAW]]
 --write puts the tables into docs/capacity.md and docs/calibration.md between their
-serving-calibration markers.
+serving-calibration markers. --rows prints the rows whose id holds TEXT alone; with --lengths
+they are served with that client's draws instead of their own (a diagnostic: e.g.
+`--lengths vllm-random:0.99` spreads each row's lengths uniformly from about 1 to twice its
+mean).
 """
 
 from __future__ import annotations
@@ -195,8 +198,18 @@ def write(text: str, doc: Path = DOCS[0]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="update the docs")
+    parser.add_argument("--rows", help="only the rows whose id holds this text")
+    parser.add_argument("--lengths", help="serve --rows with this draw of lengths instead")
     args = parser.parse_args()
     rows = load_rows()
+    if args.lengths is not None and args.rows is None:
+        parser.error("--lengths needs --rows: it is a diagnostic of chosen rows")
+    if args.rows is not None:
+        chosen = [r for r in rows if args.rows in r["id"]]
+        if args.lengths is not None:
+            chosen = [dict(r, lengths=args.lengths) for r in chosen]
+        print(rows_table(chosen, predict(chosen)), end="")
+        return
     text = table(rows, predict(rows))
     if args.write:
         for doc in DOCS:

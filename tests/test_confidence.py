@@ -2,7 +2,8 @@
 sweep's `confidence` column. A MoE step that selects fewer experts than a layer holds is
 unvalidated: vLLM's Qwen3-30B-A3B on an A100 at batch 1 decodes at 104 tokens/s (TPOT 9.6 ms,
 https://github.com/tenstorrent/tt-inference-server/issues/340) where the model says 125, and
-SGLang's gpt-oss-120b on 8 x B200 at 2.31 ms a token where it says 3.63."""
+SGLang 0.5.8's GLM-4.6 on 8 x B200 at 14.93 ms a token where it says 11.8
+(https://gist.github.com/BenHamm/78563d0d0a08d7cb61b4737392633384)."""
 
 from __future__ import annotations
 
@@ -55,9 +56,9 @@ def test_spec_prints_the_caveat_for_moe_at_batch_1(runner):
     assert (
         "note: confidence low: a MoE decode step at batch 1 selects at most 8 of 256 experts a "
         "layer, where what bounds it (expert dispatch, router, kernel launches) is priced only "
-        "as a fixed cost per MoE layer fitted on B200; SGLang's one-client steps on 8 x B200 "
-        "take from two-thirds (gpt-oss-120b) to four-thirds (GLM-4.6) of the time this model "
-        "says, so treat the speeds as estimates either way"
+        "as a fixed cost per MoE layer fitted to SGLang's public runs; SGLang's one-client "
+        "steps on 8 x B200 take from about the time this model says (gpt-oss-120b, "
+        "Qwen3-235B) to a quarter more (GLM-4.6), so treat the speeds as estimates"
     ) in result.output
     wide = json.loads(runner.invoke(app, [*args, "--batch-size", "32", "--json"]).stdout)
     assert wide["confidence"] == "high"
@@ -123,16 +124,23 @@ def test_the_sweep_column_follows_spec(tmp_path, runner):
         (
             "qwen3-235b-a22b",
             "sglang",
-            "sglang prices each of qwen3-235b-a22b's 94 MoE layers at a fixed 30 us a pass beside "
+            "sglang prices each of qwen3-235b-a22b's 94 MoE layers at a fixed 35 us a pass beside "
             "the expert weights it reads: qwen3_moe's own, fitted to SGLang's public runs of it "
             "on 8 x B200",
         ),
         (
             "gpt-oss-120b",
             "sglang",
-            "sglang prices each of gpt-oss-120b's 36 MoE layers at a fixed 65 us a pass beside the "
+            "sglang prices each of gpt-oss-120b's 36 MoE layers at a fixed 30 us a pass beside the "
+            "expert weights it reads: gpt_oss's own, fitted to SGLang's public runs of it one "
+            "request at a time on 4 x B200 and 8 x H100",
+        ),
+        (
+            "minimax-m2",
+            "sglang",
+            "sglang prices each of minimax-m2's 62 MoE layers at a fixed 65 us a pass beside the "
             "expert weights it reads: the cost pooled over SGLang's public runs of deepseek_v3, "
-            "glm4_moe, qwen3_moe on 8 x B200 (no run of gpt_oss set its own)",
+            "glm4_moe, qwen3_moe on 8 x B200 (no run of minimax_m2 set its own)",
         ),
         (
             "qwen3-235b-a22b",
@@ -144,9 +152,10 @@ def test_the_sweep_column_follows_spec(tmp_path, runner):
     ],
 )
 def test_spec_says_whose_moe_layer_cost_prices_the_target(runner, target, engine, said):
-    """An architecture with a fit page of its own (Qwen3-MoE under SGLang) is priced at its own
-    MoE layer cost, the rest (gpt-oss; every architecture under vLLM) at the pooled one: `spec`
-    says which, so a planner knows whether public runs of the model's class set it."""
+    """An architecture with fit rows of its own (Qwen3-MoE, gpt-oss under SGLang) is priced at
+    its own MoE layer cost, the rest (MiniMax-M2; every architecture under vLLM) at the pooled
+    one: `spec` says which and whose runs set it, so a planner knows whether public runs of the
+    model's class priced it."""
     args = ["spec", "--target", target, "--draft", "none", "--gpu", "b200", "--tp", "8"]
     result = runner.invoke(app, [*args, "--engine", engine, "--json"])
     assert result.exit_code == 0, result.output

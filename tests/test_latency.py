@@ -163,13 +163,13 @@ def test_a_linear_attention_layer_costs_its_chunked_kernels_outside_cuda_graphs_
 
 
 def test_a_moe_layer_costs_its_architectures_own_where_a_fit_page_priced_it(catalog):
-    """Qwen3-235B's layers take qwen3_moe's own cost (fitted to its page), gpt-oss's the pooled
-    one (no page of its own), and DeepSeek's MTP layer its target's (deepseek_v3), the pooled
-    one when it is priced alone."""
+    """Qwen3-235B's layers take qwen3_moe's own cost (fitted to its page), MiniMax-M2's the
+    pooled one (no fit rows of its own), and DeepSeek's MTP layer its target's (deepseek_v3),
+    the pooled one when it is priced alone."""
     sglang = get_engine("sglang")
     own = dict(sglang.moe_layer_overhead_by_architecture)
     assert sglang.moe_layer_cost_s("qwen3_moe") == own["qwen3_moe"] != sglang.moe_layer_overhead_s
-    assert sglang.moe_layer_cost_s("gpt_oss") == sglang.moe_layer_overhead_s
+    assert sglang.moe_layer_cost_s("minimax_m2") == sglang.moe_layer_overhead_s
     load = PassLoad(tokens=1.0, kv_bytes=0.0, attended=0.0)
 
     def moe_cost(name, target=None):

@@ -4,11 +4,11 @@ The roofline prices a mixture-of-experts step by the experts its tokens select: 
 k experts per token, at most B·k of a layer's E experts are read. While B·k < E the step reads
 a few experts, and what bounds it then (expert dispatch across TP/EP ranks, the router, kernel
 launches, small grouped GEMMs) is priced only as a fixed cost per MoE layer, fitted to SGLang's
-runs on 8×B200 (docs/calibration.md), an architecture's own where one of its pages is a fit
-source and pooled otherwise: SGLang 0.5.8's one-client steps on 8×B200 take two-thirds of the
-priced time for gpt-oss-120b (pooled) and four-thirds for GLM-4.6 (its own, fitted to 0.5.6),
-while dense models of the same tables sit within a few per cent. Once B·k ≥ E every expert is read
-each step and the step is the weights' read, as for a dense model.
+public runs (docs/calibration.md), an architecture's own where its runs are fit rows and pooled
+otherwise: SGLang 0.5.8's one-client steps on 8×B200 take about the priced time for
+gpt-oss-120b and Qwen3-235B and a quarter more for GLM-4.6 (each its own cost, fitted to other
+runs), while dense models of the same tables sit within a few per cent. Once B·k ≥ E every
+expert is read each step and the step is the weights' read, as for a dense model.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
     return (
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
-        "launches) is priced only as a fixed cost per MoE layer fitted on B200; SGLang's "
-        "one-client steps on 8 x B200 take from two-thirds (gpt-oss-120b) to four-thirds "
-        "(GLM-4.6) of the time this model says, so treat the speeds as estimates either way"
+        "launches) is priced only as a fixed cost per MoE layer fitted to SGLang's public runs; "
+        "SGLang's one-client steps on 8 x B200 take from about the time this model says "
+        "(gpt-oss-120b, Qwen3-235B) to a quarter more (GLM-4.6), so treat the speeds as "
+        "estimates"
     )

@@ -12,7 +12,7 @@ MIB = 2**20
 # decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
 # of tests/data/serving_measurements.csv (benchmarks/fit_serving_constants.py)
 SERVING: dict[str, Any] = {
-    # pooled over the MoE fit pages: fitted to the three at once (SGLANG_MOE_LAYER_BY_ARCHITECTURE)
+    # pooled over the MoE fit pages of SGLANG_MOE_POOLED_OVER: fitted to the three at once
     "moe_layer_overhead_s": 6.5e-5,
     "mla_layer_overhead_s": 4e-5,
     # a lightning indexer's kernels (its rotation, FP8 key cache, paged logits and top-2048
@@ -30,15 +30,22 @@ SERVING: dict[str, Any] = {
     "mfu_fp8": 0.65,
     "mfu_fp4": 0.4,
 }
-# SGLang's MoE layer cost for each fit page's architecture, fitted to its page alone
-# (DeepSeek-R1, GLM-4.6, Qwen3-235B on 8 x B200): its path for each model class, which the
-# other presets do not take (vLLM's Qwen3-30B-A3B on A100 at batch 1 is already slower than the
-# pooled cost prices, docs/calibration.md)
-SGLANG_MOE_LAYER_BY_ARCHITECTURE = (
-    ("deepseek_v3", 6.5e-5),
-    ("glm4_moe", 8e-5),
-    ("qwen3_moe", 3e-5),
+# SGLang's MoE layer cost for each architecture with fit rows of its own, each fitted to its
+# own rows alone, with the runs that set it: the sgl-cookbook's pages of DeepSeek-R1, GLM-4.6
+# and Qwen3-235B on 8 x B200 (SGLang 0.5.6), and LMSYS's batch-1 decode rates of gpt-oss-120b
+# (https://lmsys.org/blog/2025-08-27-gpt-oss, SGLang 0.5.1.post3). Its path for each model
+# class, which the other presets do not take (vLLM's Qwen3-30B-A3B on A100 at batch 1 is already
+# slower than the pooled cost prices, docs/calibration.md)
+SGLANG_MOE_LAYER_FITS = (
+    ("deepseek_v3", 7e-5, "SGLang's public runs of it on 8 x B200"),
+    ("glm4_moe", 8.5e-5, "SGLang's public runs of it on 8 x B200"),
+    ("gpt_oss", 3e-5, "SGLang's public runs of it one request at a time on 4 x B200 and 8 x H100"),
+    ("qwen3_moe", 3.5e-5, "SGLang's public runs of it on 8 x B200"),
 )
+SGLANG_MOE_LAYER_BY_ARCHITECTURE = tuple((name, cost) for name, cost, _ in SGLANG_MOE_LAYER_FITS)
+SGLANG_MOE_LAYER_FITTED_ON = {name: runs for name, _, runs in SGLANG_MOE_LAYER_FITS}
+# the fit pages' architectures the pooled cost (SERVING's) was fitted to at once, on 8 x B200
+SGLANG_MOE_POOLED_OVER = ("deepseek_v3", "glm4_moe", "qwen3_moe")
 # SGLang's EAGLE worker (MTP and n-gram too) runs without the overlap scheduler unless
 # SGLANG_ENABLE_SPEC_V2 is set (ServerArgs._handle_speculative_decoding,
 # sgl-project/sglang@7ae368efde14f0b2abe769a5fbb99b8154b2a9b7: python/sglang/srt/server_args.py;

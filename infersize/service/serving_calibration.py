@@ -221,6 +221,8 @@ class ServingGroup:
     moe: bool | None = None  # MoE targets only (True), dense only (False), either (None)
     indexer: bool | None = None  # targets with a lightning indexer only (True), without (False)
     linear: bool | None = None  # targets with linear-attention layers only (True), without (False)
+    architecture: str | None = None  # targets of this architecture only (None: any)
+    one_client: bool = False  # rows of one request at a time only: a step's fixed costs laid bare
 
 
 def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[Row]:
@@ -231,7 +233,11 @@ def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[R
             continue
         if r["bounded"] != "yes" or r.get("draft"):
             continue
+        if group.one_client and r["load"] != "1":
+            continue
         model = catalog.model(r["model"])
+        if group.architecture not in (None, model.architecture):
+            continue
         has = (
             model.moe is not None,
             model.index_n_heads is not None,
@@ -257,13 +263,18 @@ def expected_splits(
 # The sets of serving constants and the rows each is fitted to (benchmarks/
 # fit_serving_constants.py): the fixed costs of MoE and MLA layers and of passes outside CUDA
 # graphs, on SGLang's serving rows; a lightning indexer's and a linear-attention layer's, on
-# SGLang's rows of the models that have one; the compute share's curve over a pass's tokens, on
-# TensorRT-LLM's maximum-throughput rows
+# SGLang's rows of the models that have one; gpt-oss's own MoE layer cost (its architecture has
+# no page among the first group's fit sources), on SGLang's rows of it decoding one request at a
+# time; the compute share's curve over a pass's tokens, on TensorRT-LLM's maximum-throughput rows
 SERVING_KINDS = ("tpot_mean_ms", "ttft_p50_ms", "output_tokens_per_s")
+DECODE_KINDS = ("tpot_mean_ms", "output_tokens_per_s", "tps_per_user")
 SGLANGS = ("sglang", "sglang-0.5.9")
 SERVING_FIT_GROUPS = (
     ServingGroup("layer costs", ("sglang",), SERVING_KINDS, indexer=False, linear=False),
     ServingGroup("indexer layers", SGLANGS, SERVING_KINDS, indexer=True),
     ServingGroup("linear-attention layers", SGLANGS, SERVING_KINDS, linear=True),
+    ServingGroup(
+        "gpt-oss MoE layers", SGLANGS, DECODE_KINDS, architecture="gpt_oss", one_client=True
+    ),
     ServingGroup("compute share", ("trtllm",), ("output_tokens_per_s",)),
 )

@@ -8,7 +8,7 @@ import math
 from infersize.catalog.store import Catalog
 from infersize.core.confidence import LOW, low_confidence_reason
 from infersize.core.deployment import draft_is_smaller
-from infersize.core.engine_constants import SGLANG_MOE_LAYER_BY_ARCHITECTURE
+from infersize.core.engine_constants import SGLANG_MOE_LAYER_FITTED_ON, SGLANG_MOE_POOLED_OVER
 from infersize.core.memory import GIB
 from infersize.core.speedup import SpeedupModel
 from infersize.service.context import max_context_tokens
@@ -92,10 +92,11 @@ def moe_cost_note(dep: Deployment) -> str | None:
     if model.moe is None:
         return None
     own = dict(engine.moe_layer_overhead_by_architecture)
-    fitted = ", ".join(name for name, _ in SGLANG_MOE_LAYER_BY_ARCHITECTURE)
+    fitted = ", ".join(SGLANG_MOE_POOLED_OVER)
     pooled = f"the cost pooled over SGLang's public runs of {fitted} on 8 x B200"
     if model.architecture in own:
-        source = f"{model.architecture}'s own, fitted to SGLang's public runs of it on 8 x B200"
+        runs = SGLANG_MOE_LAYER_FITTED_ON[model.architecture]
+        source = f"{model.architecture}'s own, fitted to {runs}"
     elif own:
         source = f"{pooled} (no run of {model.architecture} set its own)"
     else:
