@@ -38,6 +38,7 @@ from benchmarks.serving_calibration import (
 )
 from infersize.core.confidence import low_confidence_reason
 from infersize.core.serving.simulate import simulate
+from infersize.service.calibration import fit_sources
 from infersize.service.capacity.arm import load, make_arm
 from infersize.service.capacity.request import prepare_capacity
 from infersize.service.serving_calibration import (
@@ -45,6 +46,7 @@ from infersize.service.serving_calibration import (
     SGLANG_RANDOM,
     capacity_request,
     expected_splits,
+    group_rows,
     sglang_random_lengths,
     vllm_random_lengths,
 )
@@ -275,6 +277,26 @@ def test_splits_follow_the_rule(catalog):
     """Whole sources, the largest first, until they hold half of each group's rows: `fit`;
     every other row `check`, so that no source is in both."""
     assert {r["id"]: r["split"] for r in ROWS} == expected_splits(ROWS, SERVING_FIT_GROUPS, catalog)
+
+
+def test_gpt_oss_group_takes_its_one_client_decode_rows_and_lmsys_sets_its_cost(catalog):
+    """The gpt-oss group: SGLang's rows of the gpt_oss architecture decoding one request at a
+    time, from three sources (the cookbook's page, the February 2026 sweep, LMSYS's batch-1
+    rates); LMSYS's four rows are the largest source and half the group, so they alone are
+    fitted. A request rate of 1 a second is not one client."""
+    group = next(g for g in SERVING_FIT_GROUPS if g.architecture == "gpt_oss")
+    members = group_rows(group, ROWS, catalog)
+    lmsys = [f"lmsys-gptoss-120b-{r}-b1-tps-user" for r in ("mxfp4-4xb200", "bf16-4xb200")]
+    lmsys += [f"lmsys-gptoss-120b-{r}-b1-tps-user" for r in ("mxfp4-8xh100", "bf16-8xh100")]
+    one_client = [
+        f"{p}-c1-{k}"
+        for p in ("cookbook-gptoss-120b-8xb200-sharegpt", "gist-gptoss-120b-8xb200-1k1k")
+        for k in ("tpot-mean", "output-tps")
+    ]
+    assert sorted(r["id"] for r in members) == sorted(lmsys + one_client)
+    assert fit_sources(members) == {"https://lmsys.org/blog/2025-08-27-gpt-oss"}
+    at_a_rate = dict(members[0], load_kind="rate")
+    assert group_rows(group, [at_a_rate], catalog) == []
 
 
 def test_sglangs_random_draws_give_the_logged_totals():

@@ -233,7 +233,7 @@ def group_rows(group: ServingGroup, rows: list[Row], catalog: Catalog) -> list[R
             continue
         if r["bounded"] != "yes" or r.get("draft"):
             continue
-        if group.one_client and r["load"] != "1":
+        if group.one_client and (r["load_kind"], r["load"]) != ("concurrency", "1"):
             continue
         model = catalog.model(r["model"])
         if group.architecture not in (None, model.architecture):
