@@ -85,6 +85,56 @@ def test_the_panel_prints_both_arms_and_says_whether_speculation_pays(runner):
     assert any(v in result.stdout for v in verdicts)
 
 
+@pytest.mark.parametrize(
+    ("engine", "knobs", "rules"),
+    [
+        (
+            "vllm",
+            [],
+            "scheduled by vLLM V1's rules: chunked prefill within max_num_batched_tokens 8,192, "
+            "at most 1,024 sequences (the defaults of `vllm serve` for this GPU unless set); "
+            "prompts' chunks run beside the decodes; a request is admitted when its first chunk "
+            "fits, and a full KV pool preempts the latest admitted, which recomputes",
+        ),
+        (
+            "sglang",
+            [],
+            "scheduled by SGLang's rules: chunked_prefill_size 8,192 tokens a step, at most "
+            "2,048 running requests (SGLang's defaults unless set), schedule policy fcfs "
+            "(arrival order); prompts run in prefill steps of their own while the decodes wait; "
+            "a request is admitted when its first chunk fits, and a full KV pool preempts the "
+            "latest admitted, which recomputes",
+        ),
+        (
+            "sglang",
+            ["--enable-mixed-chunk"],
+            "scheduled by SGLang's rules: chunked_prefill_size 8,192 tokens a step, at most "
+            "2,048 running requests (SGLang's defaults unless set), schedule policy fcfs "
+            "(arrival order); prompts' chunks run beside the decodes; a request is admitted when "
+            "its first chunk fits, and a full KV pool preempts the latest admitted, which "
+            "recomputes",
+        ),
+        (
+            "trtllm",
+            [],
+            "scheduled by TensorRT-LLM's rules: max_num_tokens 8,192 tokens a step, at most "
+            "2,048 sequences (max_batch_size), waiting requests in arrival order; prompts' "
+            "chunks run beside the decodes; a request is admitted only when its whole answer's "
+            "KV fits beside the running requests', never preempting",
+        ),
+    ],
+)
+def test_the_scheduling_note_says_the_engines_own_rules(runner, engine, knobs, rules):
+    """SGLang runs prompts in prefill steps of their own unless --enable-mixed-chunk
+    (get_new_batch_prefill), TensorRT-LLM admits a request only when its whole answer fits
+    (GUARANTEED_NO_EVICT): the note says the rules the simulator applied, not vLLM's."""
+    args = ["capacity", "--target", "llama-3.1-8b", "--draft", "none", "--gpu", "h100"]
+    args += ["--engine", engine, *knobs, *LOAD, "--requests", "200", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert rules in json.loads(result.stdout)["notes"]
+
+
 def test_an_sla_one_request_breaks_is_an_answer(runner):
     data = run_json(runner, *LOAD, "--sla", "ttft:p99<=1ms", "--target-request-rate", "10")
     assert data["max_request_rate"] == {"baseline": 0.0, "speculative": 0.0}

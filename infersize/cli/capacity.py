@@ -78,7 +78,7 @@ def capacity(
     engine_knobs: dict[str, Any],
 ) -> None:
     """GPUs a load needs at a latency SLA, with and without speculative decoding: both arms
-    served step by step as vLLM V1 schedules them (within the engine's own token budget,
+    served step by step as the engine schedules them (within its own token budget,
     running-sequence limit and KV pool), their p50/p99 TTFT and TPOT at the load, the highest
     request rate per replica that meets the SLA with its 95 % range, and the replicas for a
     target rate (alone, it is also the load: each replica's share of it)."""

@@ -47,32 +47,44 @@ def _draft_k_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
 
 
 def _scheduling_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
-    """How the arms were scheduled: vLLM V1's rules, within the engine's own limits."""
+    """How the arms were scheduled: the engine's rules (core/serving/simulate.py) within its
+    limits, under the names its flags give them."""
     base, last = arms[0], arms[-1]
     seqs = f"{base.max_num_seqs:,}"
     if last.max_num_seqs != base.max_num_seqs:
         seqs += f" ({last.max_num_seqs:,} when speculating)"
-    rule = prepared.engine.memory_rule
-    if rule == "sglang":
-        return (
-            f"scheduled as vLLM V1 schedules, within SGLang's limits: chunked_prefill_size "
-            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} running requests "
-            f"(SGLang's defaults unless set), schedule policy {prepared.engine.schedule_policy} "
-            "(arrival order), recompute preemption when the KV pool is full"
+    engine = prepared.engine
+    tokens = f"{base.max_num_batched_tokens:,}"
+    if engine.memory_rule == "sglang":
+        limits = (
+            f"SGLang's rules: chunked_prefill_size {tokens} tokens a step, at most {seqs} "
+            f"running requests (SGLang's defaults unless set), schedule policy "
+            f"{engine.schedule_policy} (arrival order)"
         )
-    if rule == "trtllm":
-        return (
-            f"scheduled as vLLM V1 schedules, within TensorRT-LLM's limits: max_num_tokens "
-            f"{base.max_num_batched_tokens:,} tokens a step, at most {seqs} sequences "
-            "(max_batch_size); its own scheduler admits a request only when its whole answer "
-            "fits and never preempts, where this one preempts when the pool is full"
+    elif engine.memory_rule == "trtllm":
+        limits = (
+            f"TensorRT-LLM's rules: max_num_tokens {tokens} tokens a step, at most {seqs} "
+            "sequences (max_batch_size), waiting requests in arrival order"
         )
-    return (
-        f"scheduled as vLLM V1 schedules: chunked prefill within max_num_batched_tokens "
-        f"{base.max_num_batched_tokens:,}, at most {seqs} sequences (the defaults of "
-        f"{VLLM_ENTRYPOINTS[prepared.engine.entrypoint]} for this GPU unless set), recompute "
-        "preemption when the KV pool is full"
+    else:
+        limits = (
+            f"vLLM V1's rules: chunked prefill within max_num_batched_tokens {tokens}, at most "
+            f"{seqs} sequences (the defaults of {VLLM_ENTRYPOINTS[engine.entrypoint]} for this "
+            "GPU unless set)"
+        )
+    prefill = (
+        "prompts' chunks run beside the decodes"
+        if engine.mixed_prefill
+        else "prompts run in prefill steps of their own while the decodes wait"
     )
+    admission = (
+        "a request is admitted only when its whole answer's KV fits beside the running "
+        "requests', never preempting"
+        if engine.admission == "whole-request"
+        else "a request is admitted when its first chunk fits, and a full KV pool preempts the "
+        "latest admitted, which recomputes"
+    )
+    return f"scheduled by {limits}; {prefill}; {admission}"
 
 
 def _floor_notes(arms: Sequence[ArmResult], names: Sequence[str]) -> list[str]:
