@@ -2,8 +2,9 @@
 one measured figure a row, each with its source and the quoted figure): every row predicted
 through the path the command takes (infersize/service/serving_calibration.py: the row's
 deployment under its engine's settings, its benchmark client's lengths and load, its
-speculative method at its K, served by the simulator), printed as Markdown tables: every row
-with its split, then the check rows' errors by category, then each speculative row beside its
+speculative method at its K, served by the simulator), printed as Markdown tables: the check
+rows, then the fit rows, each with its source's key, then each source once (its URL or
+repo@commit:path), then the check rows' errors by category, then each speculative row beside its
 plain-decoding twin (the direction of speculation's effect).
 
 Constants are fitted on the `fit` rows only (benchmarks/fit_serving_constants.py); the `check`
@@ -25,6 +26,7 @@ import statistics
 from pathlib import Path
 
 from infersize.catalog.store import Catalog, load_catalog
+from infersize.service.calibration import source_of
 from infersize.service.serving_calibration import KINDS as KINDS
 from infersize.service.serving_calibration import Row
 from infersize.service.serving_calibration import error as error
@@ -92,10 +94,34 @@ def category(row: Row, catalog: Catalog) -> str:
     return "MoE" if catalog.model(row["model"]).moe is not None else "dense"
 
 
-def rows_table(rows: list[Row], predicted: dict[str, float]) -> str:
+def source_keys(rows: list[Row]) -> dict[str, str]:
+    """A short key for each source (S1, S2, ...), in the order the rows first cite them."""
+    keys: dict[str, str] = {}
+    for row in rows:
+        keys.setdefault(source_of(row), f"S{len(keys) + 1}")
+    return keys
+
+
+def sources_table(rows: list[Row]) -> str:
+    """Each source once: its key, the publication, its rows and their split (a source is
+    wholly `fit` or wholly `check`)."""
+    lines = ["| key | source | rows | split |", "| --- | --- | ---: | --- |"]
+    for source, key in source_keys(rows).items():
+        cited = [r for r in rows if source_of(r) == source]
+        splits = "/".join(sorted({r["split"] for r in cited}))
+        lines.append(f"| {key} | {source} | {len(cited)} | {splits} |")
+    return "\n".join(lines) + "\n"
+
+
+def rows_table(
+    rows: list[Row], predicted: dict[str, float], keys: dict[str, str] | None = None
+) -> str:
+    """Every row: its id, source key (sources_table; `keys`, else the rows' own), split,
+    setup and error."""
+    keys = source_keys(rows) if keys is None else keys
     lines = [
-        "| id | split | what | setup | measured | predicted | error | bound |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |",
+        "| id | source | split | what | setup | measured | predicted | error | bound |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
         e = error(row, predicted[row["id"]])
@@ -103,7 +129,8 @@ def rows_table(rows: list[Row], predicted: dict[str, float]) -> str:
         bound = f"±{tolerance:.0%}" + (", missed" if abs(e) > tolerance else "")
         bound = bound if row["bounded"] == "yes" else "n/a"
         lines.append(
-            f"| {row['id']} | {row['split']} | {row['kind']} | {_setup(row)} | {row['measured']} "
+            f"| {row['id']} | {keys[source_of(row)]} | {row['split']} | {row['kind']} | "
+            f"{_setup(row)} | {row['measured']} "
             f"{row['units']} | {_number(predicted[row['id']])} | {e:+.1%} | {bound} |"
         )
     return "\n".join(lines) + "\n"
@@ -178,9 +205,15 @@ def pairs_table(rows: list[Row], predicted: dict[str, float]) -> str:
 
 def table(rows: list[Row], predicted: dict[str, float]) -> str:
     catalog = load_catalog()
+    keys = source_keys(rows)
     return "\n".join(
         (
-            rows_table(rows, predicted),
+            "Out of sample (`check`: nothing was fitted to these rows or their sources):\n",
+            rows_table([r for r in rows if r["split"] == "check"], predicted, keys),
+            "In sample (`fit`):\n",
+            rows_table([r for r in rows if r["split"] == "fit"], predicted, keys),
+            "The sources, each wholly `fit` or wholly `check`:\n",
+            sources_table(rows),
             summary_table(rows, predicted, catalog),
             pairs_table(rows, predicted),
         )

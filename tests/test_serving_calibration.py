@@ -34,6 +34,7 @@ from benchmarks.serving_calibration import (
     error,
     load_rows,
     predict,
+    sources_table,
     table,
 )
 from infersize.core.confidence import low_confidence_reason
@@ -239,6 +240,18 @@ def test_tolerances_are_the_ones_set_per_metric():
     for row in ROWS:
         assert row["kind"] in KINDS, row["id"]
         assert float(row["tolerance"]) == TOLERANCE[row["kind"]], row["id"]
+
+
+def test_the_pages_list_each_source_once_with_its_rows_and_split():
+    """The sources table names every source of the CSV once, in the order rows first cite it,
+    with its row count and its one split; the pages hold it (test above)."""
+    lines = sources_table(ROWS).splitlines()[2:]
+    cited = list(dict.fromkeys(r["source"].split(" ", 1)[0] for r in ROWS))
+    assert len(lines) == len(cited)
+    for n, (line, source) in enumerate(zip(lines, cited, strict=True), start=1):
+        rows = [r for r in ROWS if r["source"].split(" ", 1)[0] == source]
+        (split,) = {r["split"] for r in rows}
+        assert line == f"| S{n} | {source} | {len(rows)} | {split} |"
 
 
 def test_every_row_has_a_source_a_reader_can_follow_and_quotes_its_figure():
