@@ -6,9 +6,10 @@ The constants (core/engines.py, each a field of the presets): the fixed cost a p
 layer and of an MLA layer, what a layer adds to a pass run outside CUDA graphs, and the compute
 share's curve over a pass's tokens (its peak share for 16-, 8- and 4-bit inputs and the tokens
 at which half of it is reached). They are fitted together, by coordinate descent on the grids
-below, to the least mean absolute log error (|log(predicted / measured)|) over every `fit` row
-of SERVING_FIT_GROUPS (infersize/service/serving_calibration.py), a constant moving only where
-the loss falls by more than MIN_GAIN (the rows tell its values apart); the MoE and MLA layer
+below, to the least mean absolute log error (|log(predicted / measured)|) over the `fit` rows
+of SERVING_FIT_GROUPS (infersize/service/serving_calibration.py) that each prices (the rows
+whose prediction it moves), a constant moving only where the loss over those rows falls by more
+than MIN_GAIN (they tell its values apart); the MoE and MLA layer
 costs are the same kernels under vLLM and are held there at the same values. Every prediction goes
 through `infersize capacity`'s own path (the simulator). The script prints the refit beside the
 presets and the errors of the fit and check rows under both.
@@ -151,13 +152,13 @@ def preset_values() -> dict[str, float]:
     return {name: float(value) for name, value in values.items()}
 
 
-def priced_by(name: str, rows: list[Row]) -> list[Row]:
-    """The rows a constant prices: an architecture's own MoE cost those of its targets, any
-    other constant every row."""
-    if not name.startswith(BY_ARCHITECTURE):
-        return rows
-    architecture = name.removeprefix(BY_ARCHITECTURE)
-    return [r for r in rows if CATALOG.model(r["model"]).architecture == architecture]
+def priced_by(name: str, rows: list[Row], values: dict[str, float]) -> list[Row]:
+    """The rows a constant prices: those whose prediction moves between its grid's two ends,
+    the other constants at `values` (an architecture's own MoE cost prices its targets' rows
+    under SGLang; an indexer's cost the rows of models with one; a compute share nearly all)."""
+    low = errors(rows, values | {name: GRIDS[name][0]})
+    high = errors(rows, values | {name: GRIDS[name][-1]})
+    return [row for row, a, b in zip(rows, low, high, strict=True) if a != b]
 
 
 def refit(rows: list[Row], sweeps: int, names: tuple[str, ...] = tuple(GRIDS)) -> dict[str, float]:
@@ -170,7 +171,7 @@ def refit(rows: list[Row], sweeps: int, names: tuple[str, ...] = tuple(GRIDS)) -
     for sweep in range(sweeps):
         changed = False
         for name in names:
-            scope = priced_by(name, rows)
+            scope = priced_by(name, rows, values)
             best = loss(scope, values)
             for candidate in GRIDS[name]:
                 trial = values | {name: candidate}

@@ -28,7 +28,7 @@ from pathlib import Path
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.service.calibration import source_of
 from infersize.service.serving_calibration import KINDS as KINDS
-from infersize.service.serving_calibration import Row
+from infersize.service.serving_calibration import SGLANG_RANDOM, VLLM_RANDOM, Row
 from infersize.service.serving_calibration import error as error
 from infersize.service.serving_calibration import load_rows as _load_rows
 from infersize.service.serving_calibration import predict as _predict
@@ -228,6 +228,23 @@ def write(text: str, doc: Path = DOCS[0]) -> None:
     doc.write_text(head + START + text + END + tail, encoding="utf-8")
 
 
+def _lengths(parser: argparse.ArgumentParser, draw: str) -> str:
+    """A client's draw of lengths as the rows name it: sglang-random, or vllm-random:R with
+    0 <= R < 1 (vllm bench serve refuses a range ratio outside it)."""
+    if draw == SGLANG_RANDOM:
+        return draw
+    ratio = draw.removeprefix(VLLM_RANDOM)
+    try:
+        valid = draw.startswith(VLLM_RANDOM) and 0.0 <= float(ratio) < 1.0
+    except ValueError:
+        valid = False
+    if not valid:
+        parser.error(
+            f"--lengths takes {SGLANG_RANDOM} or {VLLM_RANDOM}R with 0 <= R < 1, not {draw!r}"
+        )
+    return draw
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="update the docs")
@@ -235,14 +252,18 @@ def main() -> None:
     parser.add_argument("--lengths", help="serve --rows with this draw of lengths instead")
     args = parser.parse_args()
     rows = load_rows()
-    if args.lengths is not None and args.rows is None:
-        parser.error("--lengths needs --rows: it is a diagnostic of chosen rows")
     if args.rows is not None:
+        if args.write:
+            parser.error("--rows prints a diagnostic; it does not --write the pages")
         chosen = [r for r in rows if args.rows in r["id"]]
+        if not chosen:
+            parser.error(f"no row's id holds {args.rows!r}")
         if args.lengths is not None:
-            chosen = [dict(r, lengths=args.lengths) for r in chosen]
-        print(rows_table(chosen, predict(chosen)), end="")
+            chosen = [dict(r, lengths=_lengths(parser, args.lengths)) for r in chosen]
+        print(rows_table(chosen, predict(chosen), source_keys(rows)), end="")
         return
+    if args.lengths is not None:
+        parser.error("--lengths needs --rows: it is a diagnostic of chosen rows")
     text = table(rows, predict(rows))
     if args.write:
         for doc in DOCS:

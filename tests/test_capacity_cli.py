@@ -118,9 +118,9 @@ def test_the_panel_prints_both_arms_and_says_whether_speculation_pays(runner):
             "trtllm",
             [],
             "scheduled by TensorRT-LLM's rules: max_num_tokens 8,192 tokens a step, at most "
-            "2,048 sequences (max_batch_size), waiting requests in arrival order; prompts' "
-            "chunks run beside the decodes; a request is admitted only when its whole answer's "
-            "KV fits beside the running requests', never preempting",
+            "2,048 sequences (max_batch_size), waiting requests in arrival order; prompts run "
+            "beside the decodes in one step (in-flight batching); a request is admitted only "
+            "when its whole answer's KV fits beside the running requests', never preempting",
         ),
     ],
 )

@@ -56,9 +56,11 @@ def test_spec_prints_the_caveat_for_moe_at_batch_1(runner):
     assert (
         "note: confidence low: a MoE decode step at batch 1 selects at most 8 of 256 experts a "
         "layer, where what bounds it (expert dispatch, router, kernel launches) is priced only "
-        "as a fixed cost per MoE layer fitted to SGLang's public runs; SGLang's one-client "
-        "steps on 8 x B200 take from about the time this model says (gpt-oss-120b, "
-        "Qwen3-235B) to a quarter more (GLM-4.6), so treat the speeds as estimates"
+        "as a fixed cost per MoE layer fitted to SGLang's public runs (an architecture's own "
+        "under SGLang where its runs set one, else one pooled cost, which vLLM and "
+        "TensorRT-LLM take for all); SGLang's one-client steps on 8 x B200 take from about the "
+        "time its preset says (gpt-oss-120b, Qwen3-235B) to a quarter more (GLM-4.6), so treat "
+        "the speeds as estimates either way"
     ) in result.output
     wide = json.loads(runner.invoke(app, [*args, "--batch-size", "32", "--json"]).stdout)
     assert wide["confidence"] == "high"

@@ -44,8 +44,9 @@ def low_confidence_reason(num_experts: int, experts_per_token: int, batch: int) 
     return (
         f"confidence low: a MoE decode step at batch {batch} selects at most {touched} of "
         f"{num_experts} experts a layer, where what bounds it (expert dispatch, router, kernel "
-        "launches) is priced only as a fixed cost per MoE layer fitted to SGLang's public runs; "
-        "SGLang's one-client steps on 8 x B200 take from about the time this model says "
-        "(gpt-oss-120b, Qwen3-235B) to a quarter more (GLM-4.6), so treat the speeds as "
-        "estimates"
+        "launches) is priced only as a fixed cost per MoE layer fitted to SGLang's public runs "
+        "(an architecture's own under SGLang where its runs set one, else one pooled cost, "
+        "which vLLM and TensorRT-LLM take for all); SGLang's one-client steps on 8 x B200 take "
+        "from about the time its preset says (gpt-oss-120b, Qwen3-235B) to a quarter more "
+        "(GLM-4.6), so treat the speeds as estimates either way"
     )

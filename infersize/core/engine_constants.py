@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from infersize.record import record
+
 MIB = 2**20
 # SGLang and TensorRT-LLM keep `plain`'s bandwidth share and launch floor (checked on their
 # decode rows, docs/calibration.md) and share the serving constants fitted to the `fit` rows
@@ -30,20 +32,36 @@ SERVING: dict[str, Any] = {
     "mfu_fp8": 0.65,
     "mfu_fp4": 0.4,
 }
+
+
 # SGLang's MoE layer cost for each architecture with fit rows of its own, each fitted to its
 # own rows alone, with the runs that set it: the sgl-cookbook's pages of DeepSeek-R1, GLM-4.6
 # and Qwen3-235B on 8 x B200 (SGLang 0.5.6), and LMSYS's batch-1 decode rates of gpt-oss-120b
 # (https://lmsys.org/blog/2025-08-27-gpt-oss, SGLang 0.5.1.post3). Its path for each model
 # class, which the other presets do not take (vLLM's Qwen3-30B-A3B on A100 at batch 1 is already
 # slower than the pooled cost prices, docs/calibration.md)
+@record
+class MoeLayerFit:
+    """One architecture's own MoE layer cost and the runs it was fitted to."""
+
+    architecture: str
+    cost_s: float
+    fitted_on: str
+
+
+COOKBOOK_RUNS = "SGLang's public runs of it on 8 x B200"
 SGLANG_MOE_LAYER_FITS = (
-    ("deepseek_v3", 7e-5, "SGLang's public runs of it on 8 x B200"),
-    ("glm4_moe", 8.5e-5, "SGLang's public runs of it on 8 x B200"),
-    ("gpt_oss", 3e-5, "SGLang's public runs of it one request at a time on 4 x B200 and 8 x H100"),
-    ("qwen3_moe", 3.5e-5, "SGLang's public runs of it on 8 x B200"),
+    MoeLayerFit(architecture="deepseek_v3", cost_s=7e-5, fitted_on=COOKBOOK_RUNS),
+    MoeLayerFit(architecture="glm4_moe", cost_s=8.5e-5, fitted_on=COOKBOOK_RUNS),
+    MoeLayerFit(
+        architecture="gpt_oss",
+        cost_s=3e-5,
+        fitted_on="SGLang's public runs of it one request at a time on 4 x B200 and 8 x H100",
+    ),
+    MoeLayerFit(architecture="qwen3_moe", cost_s=3.5e-5, fitted_on=COOKBOOK_RUNS),
 )
-SGLANG_MOE_LAYER_BY_ARCHITECTURE = tuple((name, cost) for name, cost, _ in SGLANG_MOE_LAYER_FITS)
-SGLANG_MOE_LAYER_FITTED_ON = {name: runs for name, _, runs in SGLANG_MOE_LAYER_FITS}
+SGLANG_MOE_LAYER_BY_ARCHITECTURE = tuple((f.architecture, f.cost_s) for f in SGLANG_MOE_LAYER_FITS)
+SGLANG_MOE_LAYER_FITTED_ON = {f.architecture: f.fitted_on for f in SGLANG_MOE_LAYER_FITS}
 # the fit pages' architectures the pooled cost (SERVING's) was fitted to at once, on 8 x B200
 SGLANG_MOE_POOLED_OVER = ("deepseek_v3", "glm4_moe", "qwen3_moe")
 # SGLang's EAGLE worker (MTP and n-gram too) runs without the overlap scheduler unless

@@ -95,7 +95,7 @@ def moe_cost_note(dep: Deployment) -> str | None:
     fitted = ", ".join(SGLANG_MOE_POOLED_OVER)
     pooled = f"the cost pooled over SGLang's public runs of {fitted} on 8 x B200"
     if model.architecture in own:
-        runs = SGLANG_MOE_LAYER_FITTED_ON[model.architecture]
+        runs = SGLANG_MOE_LAYER_FITTED_ON.get(model.architecture, "public runs of it")
         source = f"{model.architecture}'s own, fitted to {runs}"
     elif own:
         source = f"{pooled} (no run of {model.architecture} set its own)"

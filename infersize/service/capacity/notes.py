@@ -72,11 +72,12 @@ def _scheduling_note(prepared: Prepared, arms: Sequence[ArmResult]) -> str:
             f"{seqs} sequences (the defaults of {VLLM_ENTRYPOINTS[engine.entrypoint]} for this "
             "GPU unless set)"
         )
-    prefill = (
-        "prompts' chunks run beside the decodes"
-        if engine.mixed_prefill
-        else "prompts run in prefill steps of their own while the decodes wait"
-    )
+    if not engine.mixed_prefill:
+        prefill = "prompts run in prefill steps of their own while the decodes wait"
+    elif engine.memory_rule == "trtllm":
+        prefill = "prompts run beside the decodes in one step (in-flight batching)"
+    else:
+        prefill = "prompts' chunks run beside the decodes"
     admission = (
         "a request is admitted only when its whole answer's KV fits beside the running "
         "requests', never preempting"
@@ -186,7 +187,7 @@ def capacity_confidence(prepared: Prepared, arms: Sequence[ArmResult]) -> tuple[
     if rule in ("sglang", "trtllm"):
         engine = "SGLang" if rule == "sglang" else "TensorRT-LLM"
         return MEDIUM, (
-            f"{engine}'s pool and limits are its own, but its steps are scheduled as vLLM V1 "
-            "schedules them, and few public serving measurements of it check the simulator"
+            f"{engine}'s pool, limits and scheduling rules are its own, and few public "
+            "serving measurements of it check the simulator"
         )
     return HIGH, "a dense or saturated MoE step under vLLM's scheduler, as checked in calibration"
