@@ -28,7 +28,12 @@ from pathlib import Path
 from infersize.catalog.store import Catalog, load_catalog
 from infersize.service.calibration import source_of
 from infersize.service.serving_calibration import KINDS as KINDS
-from infersize.service.serving_calibration import SGLANG_RANDOM, VLLM_RANDOM, Row
+from infersize.service.serving_calibration import (
+    SGLANG_RANDOM,
+    VLLM_RANDOM,
+    Row,
+    is_length_draw,
+)
 from infersize.service.serving_calibration import error as error
 from infersize.service.serving_calibration import load_rows as _load_rows
 from infersize.service.serving_calibration import predict as _predict
@@ -113,12 +118,9 @@ def sources_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rows_table(
-    rows: list[Row], predicted: dict[str, float], keys: dict[str, str] | None = None
-) -> str:
-    """Every row: its id, source key (sources_table; `keys`, else the rows' own), split,
-    setup and error."""
-    keys = source_keys(rows) if keys is None else keys
+def rows_table(rows: list[Row], predicted: dict[str, float], keys: dict[str, str]) -> str:
+    """Every row: its id, source key (`keys`: source_keys of every row), split, setup and
+    error."""
     lines = [
         "| id | source | split | what | setup | measured | predicted | error | bound |",
         "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |",
@@ -228,23 +230,6 @@ def write(text: str, doc: Path = DOCS[0]) -> None:
     doc.write_text(head + START + text + END + tail, encoding="utf-8")
 
 
-def _lengths(parser: argparse.ArgumentParser, draw: str) -> str:
-    """A client's draw of lengths as the rows name it: sglang-random, or vllm-random:R with
-    0 <= R < 1 (vllm bench serve refuses a range ratio outside it)."""
-    if draw == SGLANG_RANDOM:
-        return draw
-    ratio = draw.removeprefix(VLLM_RANDOM)
-    try:
-        valid = draw.startswith(VLLM_RANDOM) and 0.0 <= float(ratio) < 1.0
-    except ValueError:
-        valid = False
-    if not valid:
-        parser.error(
-            f"--lengths takes {SGLANG_RANDOM} or {VLLM_RANDOM}R with 0 <= R < 1, not {draw!r}"
-        )
-    return draw
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="update the docs")
@@ -259,7 +244,12 @@ def main() -> None:
         if not chosen:
             parser.error(f"no row's id holds {args.rows!r}")
         if args.lengths is not None:
-            chosen = [dict(r, lengths=_lengths(parser, args.lengths)) for r in chosen]
+            if not is_length_draw(args.lengths):
+                parser.error(
+                    f"--lengths takes {SGLANG_RANDOM} or {VLLM_RANDOM}R with 0 <= R < 1, "
+                    f"not {args.lengths!r}"
+                )
+            chosen = [dict(r, lengths=args.lengths) for r in chosen]
         print(rows_table(chosen, predict(chosen), source_keys(rows)), end="")
         return
     if args.lengths is not None:

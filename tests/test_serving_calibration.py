@@ -48,6 +48,7 @@ from infersize.service.serving_calibration import (
     capacity_request,
     expected_splits,
     group_rows,
+    is_length_draw,
     sglang_random_lengths,
     vllm_random_lengths,
 )
@@ -310,6 +311,15 @@ def test_gpt_oss_group_takes_its_one_client_decode_rows_and_lmsys_sets_its_cost(
     assert fit_sources(members) == {"https://lmsys.org/blog/2025-08-27-gpt-oss"}
     at_a_rate = dict(members[0], load_kind="rate")
     assert group_rows(group, [at_a_rate], catalog) == []
+
+
+def test_every_rows_length_draw_is_one_the_module_serves():
+    """A row's `lengths` is empty (its means) or a draw `traffic` knows; a typo or a range
+    ratio vllm bench serve refuses is not."""
+    assert all(is_length_draw(r["lengths"]) for r in ROWS if r.get("lengths"))
+    assert is_length_draw("sglang-random") and is_length_draw("vllm-random:0.99")
+    for bad in ("vllm_random:0.5", "vllm-random:1.0", "vllm-random:-0.1", "vllm-random:x"):
+        assert not is_length_draw(bad)
 
 
 def test_sglangs_random_draws_give_the_logged_totals():

@@ -116,6 +116,17 @@ def vllm_random_lengths(
     return tuple(int(x) for x in inputs), tuple(int(x) for x in outputs)
 
 
+def is_length_draw(draw: str) -> bool:
+    """Whether `draw` names a client's draw of lengths this module serves: sglang-random, or
+    vllm-random:R with 0 <= R < 1 (vllm bench serve refuses a range ratio outside it)."""
+    if draw == SGLANG_RANDOM:
+        return True
+    try:
+        return draw.startswith(VLLM_RANDOM) and 0.0 <= float(draw[len(VLLM_RANDOM) :]) < 1.0
+    except ValueError:
+        return False
+
+
 def traffic(row: Row) -> Traffic:
     """The row's requests as its benchmark client sent them."""
     inputs, outputs = int(row["input_tokens"]), int(row["output_tokens"])
